@@ -155,8 +155,10 @@ def _call_rule(function, grad, create_graph):
     return checked
 
 
-def run_backward(root, grad_output=None, retain_graph=False, create_graph=False):
+def run_backward(root, grad_output=None, retain_graph=None, create_graph=False):
     "Backpropagate from `root`; return [(leaf, gradient)] for every leaf that requires a gradient."
+    if retain_graph is None:
+        retain_graph = create_graph   # a differentiable gradient still points into the forward graph
     if not getattr(root, "requires_grad", False):
         raise RuntimeError(
             "backward() was called on a tensor that does not require a gradient, so there is nothing to "
@@ -181,13 +183,13 @@ def run_backward(root, grad_output=None, retain_graph=False, create_graph=False)
     return leaves
 
 # %% ../../notebooks/06_autograd.ipynb #c06-012
-def backward(self, grad_output=None, retain_graph=False, create_graph=False):
+def backward(self, grad_output=None, retain_graph=None, create_graph=False):
     "Compute the gradient of this tensor with respect to every leaf, adding it to each leaf's `.grad`."
     for leaf, grad in run_backward(self, grad_output, retain_graph, create_graph):
         leaf.grad = grad if leaf.grad is None else leaf.grad + grad
 
 
-def grad(output, inputs, grad_output=None, retain_graph=False, create_graph=False):
+def grad(output, inputs, grad_output=None, retain_graph=None, create_graph=False):
     "Return the gradients of `output` with respect to `inputs` (leaf tensors) without touching any `.grad`."
     found = {id(leaf): g for leaf, g in run_backward(output, grad_output, retain_graph, create_graph)}
     return [found.get(id(t)) for t in inputs]
