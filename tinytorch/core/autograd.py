@@ -212,13 +212,16 @@ def requires_grad_(self, flag=True):
 
 def enable_autograd():
     "Teach Tensor to record its operations. Calling it again changes nothing."
-    if getattr(Tensor, "_autograd_enabled", False):
+    if getattr(Tensor, "_tracked_ops", None) is TRACKED:
         return
+    # The plain methods are kept on the class, so a re-run of this notebook patches from them, not from itself.
+    plain = Tensor.__dict__.get("_plain_ops") or {name: Tensor.__dict__[name] for name in TRACKED}
+    Tensor._plain_ops = plain
+    _PLAIN.update(plain)
     for name, tracked in TRACKED.items():
-        _PLAIN[name] = Tensor.__dict__[name]
         setattr(Tensor, name, tracked)
     Tensor.requires_grad, Tensor.grad, Tensor._grad_fn = False, None, None
     Tensor.backward, Tensor.zero_grad, Tensor.detach = backward, zero_grad, detach
     Tensor.requires_grad_ = requires_grad_
     Tensor.is_leaf = property(lambda self: self._grad_fn is None)
-    Tensor._autograd_enabled = True
+    Tensor._tracked_ops = TRACKED

@@ -1,0 +1,1 @@
+"""Course tooling: derive nbgrader metadata, export, release the student kit, autograde, check a notebook."""

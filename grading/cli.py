@@ -1,0 +1,133 @@
+"""python -m grading <command>: the course's instructor and student commands."""
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import GradingError
+
+
+def cmd_metadata(args):
+    from .convention import apply_convention, mismatches
+    from .notebooks import course_notebooks
+    paths = [Path(p) for p in args.notebooks] or list(course_notebooks().values())
+    if args.check:
+        stale = {p.name: mismatches(p) for p in paths}
+        stale = {name: cells for name, cells in stale.items() if cells}
+        for name, cells in stale.items():
+            print(f"{name}: nbgrader metadata of cells {cells} is out of date; run: python -m grading metadata")
+        if not stale:
+            print(f"nbgrader metadata of {len(paths)} notebooks agrees with the authoring convention")
+        return 1 if stale else 0
+    for path in paths:
+        print(f"{path.name}: {apply_convention(path)} cells updated")
+    return 0
+
+
+def cmd_export(args):
+    from .check import package_root
+    from .release import export_package
+    root = package_root(Path.cwd() / "x")
+    export_package(root)
+    print(f"exported the notebooks of {root} into {root / 'tinytorch'}")
+    return 0
+
+
+def cmd_release(args):
+    from .release import release
+    assignments = release(args.out)
+    print(f"student kit with {len(assignments)} assignments written to {args.out}")
+    return 0
+
+
+def print_table(rows):
+    rows = sorted(rows, key=lambda r: (r.student, r.assignment))
+    width = max([len(r.assignment) for r in rows] + [10])
+    print(f"{'student':<10} {'assignment':<{width}} {'score':>6} {'max':>5}  note")
+    for r in rows:
+        print(f"{r.student:<10} {r.assignment:<{width}} {r.score:>6g} {r.max_score:>5g}  {r.note}")
+
+
+def _progress():
+    from tqdm.auto import tqdm
+    return lambda items, **kw: tqdm(items, disable=None, **kw)
+
+
+def cmd_autograde(args):
+    from .autograde import autograde
+    rows, problems = autograde(args.submissions, args.out, cell_timeout=args.cell_timeout, progress=_progress())
+    print_table(rows)
+    failed = [r for r in rows if r.note]
+    for r in failed:
+        print(f"error: {r.student}/{r.assignment}: {r.note}", file=sys.stderr)
+    print(f"grade table: {Path(args.out) / 'grades.csv'}; feedback: {Path(args.out) / 'feedback'}")
+    return 1 if failed else 0
+
+
+def cmd_check(args):
+    from .check import HIDDEN, run_tests
+    results = run_tests(args.notebook)
+    for name, points, status, message in results:
+        mark = "HIDDEN" if status == HIDDEN else "PASS" if status else "FAIL"
+        print(f"{mark:<6}  {name} ({points:g} points)" + (f": {message}" if message and status != HIDDEN else ""))
+    visible = [status for _, _, status, _ in results if status != HIDDEN]
+    failed = visible.count(False)
+    hidden = len(results) - len(visible)
+    print(f"{len(visible) - failed} passed, {failed} failed" + (f" ({hidden} hidden tests run when graded)" if hidden else ""))
+    return 1 if failed else 0
+
+
+def cmd_demo(args):
+    from .autograde import autograde
+    from .demo import make_submissions
+    from .release import export_package, release
+    from .notebooks import REPO
+    out = Path(args.out)
+    print("1/4 exporting the notebooks into tinytorch/")
+    export_package(REPO)
+    print(f"2/4 releasing the student kit into {out / 'release'}")
+    release(out / "release")
+    print(f"3/4 making two submissions in {out / 'submissions'}: alice (solved), bob (untouched release)")
+    make_submissions(out / "release", out / "submissions")
+    print(f"4/4 autograding into {out / 'grades'}")
+    rows, _ = autograde(out / "submissions", out / "grades", progress=_progress())
+    print_table(rows)
+    print(f"grade table: {out / 'grades' / 'grades.csv'}; feedback: {out / 'grades' / 'feedback'}")
+    return 1 if any(r.note for r in rows) else 0
+
+
+def parser():
+    top = argparse.ArgumentParser(prog="python -m grading", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("metadata", help="derive nbgrader metadata from the authoring convention (notebooks/README.md)")
+    p.add_argument("notebooks", nargs="*", help="notebooks to update (default: all of notebooks/)")
+    p.add_argument("--check", action="store_true", help="only report notebooks whose metadata is out of date")
+    p.set_defaults(run=cmd_metadata)
+    p = sub.add_parser("export", help="nbdev_export the notebooks of this repository (or student kit) into tinytorch/")
+    p.set_defaults(run=cmd_export)
+    p = sub.add_parser("release", help="build the student kit: no solutions, no hidden tests, its own tinytorch/")
+    p.add_argument("--out", required=True, help="folder for the kit (new, or an earlier kit to replace)")
+    p.set_defaults(run=cmd_release)
+    p = sub.add_parser("autograde", help="grade SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb")
+    p.add_argument("submissions", help="folder with one folder per student")
+    p.add_argument("--out", required=True, help="folder for grades.csv and feedback/")
+    p.add_argument("--cell-timeout", type=int, default=None, help="seconds one cell may run (default 120)")
+    p.set_defaults(run=cmd_autograde)
+    p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")
+    p.add_argument("notebook", help="path to the .ipynb")
+    p.set_defaults(run=cmd_check)
+    p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")
+    p.add_argument("--out", default="demo-output", help="folder for everything it makes (default demo-output)")
+    p.set_defaults(run=cmd_demo)
+    return top
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except GradingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,78 @@
+"""The authoring convention: nbgrader metadata is derived from what the author writes in each cell.
+
+* A code cell containing `### BEGIN SOLUTION` is an exercise. Its grade id is `solution-` and the first class
+  or function it defines (`class AddBackward` -> `solution-AddBackward`).
+* A code cell whose first line is `# test: <name> (<n> points)` is a graded, read-only test cell worth n points.
+  Hidden tests go inside it between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`.
+* Every other cell is read-only.
+"""
+import re
+
+from .errors import GradingError
+from .notebooks import HIDDEN_BEGIN, SOLUTION_BEGIN, read_notebook, write_notebook
+
+TEST_HEADER = re.compile(r"^#\s*test:\s*(?P<name>[A-Za-z_][\w-]*)\s*\((?P<points>\d+(?:\.\d+)?)\s*points?\)\s*$")
+SOLUTION_PREFIX = "solution-"
+DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def _meta(grade_id, grade=False, solution=False, points=None):
+    meta = {"grade": grade, "grade_id": grade_id, "locked": not solution, "schema_version": 3,
+            "solution": solution, "task": False}
+    if points is not None:
+        meta["points"] = points
+    return meta
+
+
+def derive_cell(cell, where):
+    "The nbgrader metadata this cell's content asks for; `where` names the cell in error messages."
+    source = cell.source
+    first = source.lstrip().splitlines()[0] if source.strip() else ""
+    if cell.cell_type == "code" and SOLUTION_BEGIN in source:
+        names = DEFINITION.findall(source)
+        if not names:
+            raise GradingError(f"{where}: a solution cell must define a class or function (its name is the "
+                               "exercise's id); put the solution markers inside its body.")
+        return _meta(SOLUTION_PREFIX + names[0], solution=True)
+    if cell.cell_type == "code" and first.startswith("#") and re.match(r"#\s*test\b", first):
+        match = TEST_HEADER.match(first)
+        if not match:
+            raise GradingError(f"{where}: malformed test header {first!r}; write it as '# test: name (2 points)'.")
+        points = float(match["points"])
+        return _meta(match["name"], grade=True, points=int(points) if points.is_integer() else points)
+    if HIDDEN_BEGIN in source:
+        raise GradingError(f"{where}: hidden tests must be in a test cell (first line '# test: name (n points)').")
+    return _meta(f"cell-{cell.get('id') or where}")
+
+
+def derive_notebook(nb, name):
+    "Metadata for every cell of a notebook; grade ids must be unique."
+    metas, seen = [], {}
+    for index, cell in enumerate(nb.cells):
+        meta = derive_cell(cell, f"{name}, cell {index + 1}")
+        if meta["grade_id"] in seen:
+            raise GradingError(f"{name}: cells {seen[meta['grade_id']] + 1} and {index + 1} both have the id "
+                               f"{meta['grade_id']!r}; give each exercise and test its own name.")
+        seen[meta["grade_id"]] = index
+        metas.append(meta)
+    return metas
+
+
+def mismatches(path):
+    "Cells whose stored nbgrader metadata differs from what the convention derives."
+    nb = read_notebook(path)
+    return [index + 1 for index, (cell, meta) in enumerate(zip(nb.cells, derive_notebook(nb, path.name)))
+            if cell.metadata.get("nbgrader") != meta]
+
+
+def apply_convention(path):
+    "Write the derived metadata into the notebook; return how many cells changed."
+    nb = read_notebook(path)
+    changed = 0
+    for cell, meta in zip(nb.cells, derive_notebook(nb, path.name)):
+        if cell.metadata.get("nbgrader") != meta:
+            cell.metadata["nbgrader"] = meta
+            changed += 1
+    if changed:
+        write_notebook(nb, path)
+    return changed

@@ -1,0 +1,91 @@
+"""A thin layer over nbgrader's Python API: one course folder, the calls we need, and their failures as errors."""
+import contextlib
+import io
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from traitlets.config import Config
+
+from .errors import GradingError
+
+CELL_TIMEOUT = 120      # seconds one cell may run when grading
+
+
+def config(root, cell_timeout=CELL_TIMEOUT):
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import GetGrades
+    from .feedback import HideHiddenTests
+    c = Config()
+    c.CourseDirectory.root = str(root)
+    c.CourseDirectory.db_url = f"sqlite:///{Path(root) / 'gradebook.db'}"
+    c.ExecutePreprocessor.timeout = cell_timeout
+    c.Execute.timeout = cell_timeout
+    c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    return c
+
+
+class Course:
+    "An nbgrader course folder: source/<assignment>/<assignment>.ipynb, the gradebook, submitted/, autograded/."
+
+    def __init__(self, root, cell_timeout=CELL_TIMEOUT):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._config = config(self.root, cell_timeout)
+        self._api = None
+
+    @property
+    def api(self):
+        if self._api is None:
+            from nbgrader.apps import NbGraderAPI
+            logging.getLogger("traitlets").setLevel(logging.ERROR)
+            self._api = NbGraderAPI(config=self._config)
+        return self._api
+
+    def _call(self, what, method, *args, **kwargs):
+        with contextlib.redirect_stderr(io.StringIO()):
+            result = getattr(self.api, method)(*args, **kwargs)
+        if not result.get("success"):
+            detail = (result.get("error") or result.get("log") or "").strip().splitlines()
+            raise GradingError(f"nbgrader could not {what}: {detail[-1] if detail else 'no detail given'}")
+        return result
+
+    def add_source(self, assignment, notebook_path):
+        target = self.root / "source" / assignment / f"{assignment}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(notebook_path, target)
+
+    def generate(self, assignment):
+        self._call(f"make the student version of {assignment}", "generate_assignment", assignment, force=True)
+        return self.root / "release" / assignment / f"{assignment}.ipynb"
+
+    def submit(self, student, assignment, notebook_path):
+        target = self.root / "submitted" / student / assignment / f"{assignment}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(notebook_path, target)
+
+    def autograde(self, assignment, student, pythonpath=None):
+        previous = os.environ.get("PYTHONPATH")
+        if pythonpath:
+            os.environ["PYTHONPATH"] = str(pythonpath)
+        os.environ["TINYTORCH_QUIET"] = "1"
+        try:
+            self._call(f"grade {student}/{assignment}", "autograde", assignment, student, force=True, create=True)
+        finally:
+            if previous is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = previous
+
+    def feedback(self, assignment, student):
+        self._call(f"write feedback for {student}/{assignment}", "generate_feedback", assignment, student, force=True)
+        return self.root / "feedback" / student / assignment / f"{assignment}.html"
+
+    def scores(self, assignment, student):
+        "{test grade id: (score, max_score)} and the notebook's (score, max_score)."
+        from nbgrader.api import Gradebook
+        with Gradebook(self._config.CourseDirectory.db_url) as gb:
+            notebook = gb.find_submission_notebook(assignment, assignment, student)
+            tests = {g.name: (g.score, g.max_score) for g in notebook.grades}
+            return tests, (notebook.score, notebook.max_score)

@@ -1,0 +1,81 @@
+"""Reading notebooks safely, and the layout of the course."""
+import json
+from pathlib import Path
+
+import nbformat
+
+from .errors import GradingError
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def read_notebook(path):
+    "Read a notebook, turning every way it can be broken into one GradingError that names the file."
+    path = Path(path)
+    if not path.exists():
+        raise GradingError(f"{path}: no such file.")
+    if path.is_dir():
+        raise GradingError(f"{path}: is a folder, expected a .ipynb notebook file.")
+    text = path.read_bytes()
+    if not text.strip():
+        raise GradingError(f"{path}: the file is empty; save the notebook from Jupyter again.")
+    try:
+        raw = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise GradingError(f"{path}: not a valid notebook (not valid JSON: {error}). "
+                           "Re-download it or restore it from Jupyter's checkpoint.") from None
+    if not isinstance(raw, dict) or "cells" not in raw or raw.get("nbformat") != 4:
+        raise GradingError(f"{path}: valid JSON but not a Jupyter notebook (nbformat 4).")
+    try:
+        return nbformat.reads(text.decode("utf-8"), as_version=4)
+    except Exception as error:
+        raise GradingError(f"{path}: not a valid notebook ({type(error).__name__}: {error}).") from None
+
+
+def course_notebooks(notebooks_dir=None):
+    "The course's notebooks, in order: {stem: path}."
+    notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
+    if not notebooks_dir.is_dir():
+        raise GradingError(f"{notebooks_dir}: the notebooks folder does not exist.")
+    found = {p.stem: p for p in sorted(notebooks_dir.glob("*.ipynb")) if not p.name.startswith(("_", "."))}
+    if not found:
+        raise GradingError(f"{notebooks_dir}: contains no notebooks.")
+    return found
+
+
+def nbgrader_meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def strip_markers(source):
+    "A solution cell's code without the solution markers: what a student who solved it would have written."
+    return "\n".join(line for line in source.splitlines() if line.strip() not in (SOLUTION_BEGIN, SOLUTION_END))
+
+
+def solution_lines(notebooks):
+    "Code lines that appear only between solution or hidden-test markers, nowhere in the visible text of any notebook."
+    secret, public = set(), []
+    for cell in (cell for nb in notebooks for cell in nb.cells):
+        inside = False
+        for line in cell.source.splitlines():
+            marker = line.strip()
+            if marker in (SOLUTION_BEGIN, HIDDEN_BEGIN):
+                inside = True
+            elif marker in (SOLUTION_END, HIDDEN_END):
+                inside = False
+            elif inside and marker and not marker.startswith("#"):
+                secret.add(marker)
+            elif not inside:
+                public.append(line)
+    public_text = "\n".join(public)
+    return sorted(line for line in secret if line not in public_text)
+
+
+def write_notebook(nb, path):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    nbformat.write(nb, str(tmp))
+    tmp.replace(path)

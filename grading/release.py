@@ -1,0 +1,124 @@
+"""The student kit: notebooks without solutions or hidden tests, and a tinytorch/ exported from them."""
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .convention import SOLUTION_PREFIX, mismatches
+from .course import Course
+from .errors import GradingError
+from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, solution_lines, write_notebook
+
+KIT_MARKER = ".tinytorch-kit"
+STUB = "raise NotImplementedError()"
+KIT_SETTINGS_CHANGES = {"nbs_path": "."}
+
+
+def stub_message(assignment, exercise):
+    exercise = exercise.removeprefix(SOLUTION_PREFIX)
+    return (f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
+            f'write your code here, then run: python -m grading export")')
+
+
+def check_sources(notebooks):
+    "Refuse to release notebooks whose nbgrader metadata is out of date with the convention."
+    for stem, path in notebooks.items():
+        cells = mismatches(path)
+        if cells:
+            raise GradingError(f"{path}: the nbgrader metadata of cells {cells} is out of date; "
+                               "run: python -m grading metadata")
+
+
+def student_notebooks(notebooks, workdir):
+    "Generate the student version of every notebook with nbgrader; return {stem: notebook}."
+    course = Course(workdir)
+    for stem, path in notebooks.items():
+        course.add_source(stem, path)
+    released = {}
+    for stem in notebooks:
+        nb = read_notebook(course.generate(stem))
+        for cell in nb.cells:
+            meta = nbgrader_meta(cell)
+            if meta.get("solution"):
+                cell.source = cell.source.replace(STUB, stub_message(stem, meta["grade_id"]))
+        released[stem] = nb
+    return released
+
+
+def kit_settings(settings_path):
+    lines = []
+    for line in Path(settings_path).read_text().splitlines():
+        key = line.split("=")[0].strip()
+        lines.append(f"{key} = {KIT_SETTINGS_CHANGES[key]}" if key in KIT_SETTINGS_CHANGES else line)
+    return "\n".join(lines) + "\n"
+
+
+def export_package(root):
+    "Run nbdev_export in `root` (a folder with settings.ini) and fail with its message."
+    result = subprocess.run([sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export()"],
+                            cwd=root, capture_output=True, text=True)
+    if result.returncode:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        raise GradingError(f"nbdev_export failed in {root}: {detail[-1] if detail else 'no detail'}")
+
+
+def copy_package_skeleton(target):
+    "What tinytorch/ holds besides exported modules: the package __init__ and the shipped data."
+    (target / "tinytorch").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REPO / "tinytorch" / "__init__.py", target / "tinytorch" / "__init__.py")
+    shutil.copytree(REPO / "tinytorch" / "data", target / "tinytorch" / "data", dirs_exist_ok=True)
+
+
+def check_output(out):
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / KIT_MARKER).exists())):
+        raise GradingError(f"{out} exists and is not empty (and is not an earlier kit); "
+                           "choose a new folder so nothing in it is overwritten.")
+    return out
+
+
+def put_in_place(staged, out):
+    "Replace `out` (absent, empty or an earlier kit) by the finished kit in `staged`."
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(staged), str(out))
+
+
+def scan_for_solutions(out, notebooks):
+    "Fail if any solution or hidden-test line of the instructor notebooks appears in any file of the kit."
+    secret = [line for line in solution_lines(read_notebook(p) for p in notebooks.values()) if len(line) > 12]
+    for file in sorted(p for p in Path(out).rglob("*") if p.is_file()):
+        try:
+            text = file.read_text()
+        except UnicodeDecodeError:
+            continue
+        leaked = sorted(line for line in secret if line in text)
+        if leaked:
+            raise GradingError(f"{file}: contains solution code ({leaked[0]!r}); the kit was not released.")
+
+
+def release(out, notebooks_dir=None):
+    "Build the student kit in `out`; return the list of assignments."
+    notebooks = course_notebooks(notebooks_dir)
+    check_sources(notebooks)
+    out = check_output(out)
+    with tempfile.TemporaryDirectory(prefix="tinytorch-release-") as workdir:
+        released = student_notebooks(notebooks, Path(workdir) / "course")
+        build_kit(Path(workdir) / "kit", released)
+        scan_for_solutions(Path(workdir) / "kit", notebooks)
+        put_in_place(Path(workdir) / "kit", out)
+    return list(released)
+
+
+def build_kit(out, released):
+    for stem, nb in released.items():
+        write_notebook(nb, out / stem / f"{stem}.ipynb")
+    (out / "settings.ini").write_text(kit_settings(REPO / "settings.ini"))
+    shutil.copytree(REPO / "grading", out / "grading", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copyfile(REPO / "grading" / "kit" / "pyproject.toml", out / "pyproject.toml")
+    shutil.copyfile(REPO / "grading" / "kit" / "README.md", out / "README.md")
+    copy_package_skeleton(out)
+    export_package(out)
+    (out / KIT_MARKER).write_text("A TinyTorch student kit made by python -m grading release.\n")
