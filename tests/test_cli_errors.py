@@ -1,0 +1,66 @@
+"""Every command explains bad input in one line and exits non-zero, and grades what it can."""
+import csv
+import shutil
+
+import pytest
+
+from conftest import REPO, run_cli
+
+COMMANDS = ["metadata", "export", "release", "autograde", "check", "demo"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command):
+    result = run_cli(command, "--help")
+    assert result.returncode == 0 and "usage" in result.stdout
+
+
+def one_line_error(result):
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode != 0 and lines, result.stderr
+    return lines
+
+
+def test_autograde_missing_folder(tmp_path):
+    result = run_cli("autograde", tmp_path / "nowhere", "--out", tmp_path / "out")
+    assert "no such folder" in one_line_error(result)[0] and result.returncode == 2
+
+
+def test_check_missing_notebook(tmp_path):
+    assert "no such file" in one_line_error(run_cli("check", tmp_path / "none.ipynb"))[0]
+
+
+def test_check_invalid_json(tmp_path):
+    (tmp_path / "bad.ipynb").write_text("{not json")
+    assert "not valid JSON" in one_line_error(run_cli("check", tmp_path / "bad.ipynb"))[0]
+
+
+def test_release_refuses_to_overwrite_a_foreign_folder(tmp_path):
+    (tmp_path / "precious.txt").write_text("keep me")
+    assert "not empty" in one_line_error(run_cli("release", "--out", tmp_path))[0]
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_metadata_check_reports_a_malformed_notebook(tmp_path):
+    (tmp_path / "broken.ipynb").write_text("")
+    assert "empty" in one_line_error(run_cli("metadata", "--check", tmp_path / "broken.ipynb"))[0]
+
+
+def test_bad_submissions_are_reported_in_the_table_and_on_the_console(tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "dave" / "01_tensor").mkdir(parents=True)
+    (subs / "dave" / "01_tensor" / "01_tensor.ipynb").write_text('{"cells": [')
+    (subs / "erin" / "99_magic").mkdir(parents=True)
+    (subs / "frank" / "02_function").mkdir(parents=True)
+    (subs / "frank" / "02_function" / "my_work.ipynb").write_text("{}")
+    (subs / "gina" / "03_gradcheck").mkdir(parents=True)
+    shutil.copyfile(REPO / "notebooks" / "01_tensor.ipynb", subs / "gina" / "03_gradcheck" / "03_gradcheck.ipynb")
+    result = run_cli("autograde", subs, "--out", tmp_path / "out")
+    errors = one_line_error(result)
+    assert result.returncode == 1 and len(errors) == 4
+    with open(tmp_path / "out" / "grades.csv") as f:
+        notes = {r["student"]: r["note"] for r in csv.DictReader(f)}
+    assert "not valid JSON" in notes["dave"]
+    assert "unknown assignment '99_magic'" in notes["erin"]
+    assert "missing 02_function.ipynb" in notes["frank"] and "my_work.ipynb" in notes["frank"]
+    assert "not the 03_gradcheck notebook" in notes["gina"]

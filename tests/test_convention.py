@@ -1,0 +1,59 @@
+"""The authoring convention derives nbgrader metadata, and every notebook agrees with it."""
+import nbformat
+import pytest
+
+from conftest import REPO, run_cli
+from grading.convention import derive_cell, derive_notebook
+from grading.errors import GradingError
+
+
+def code(source):
+    return nbformat.v4.new_code_cell(source)
+
+
+def test_every_notebook_agrees_with_the_convention():
+    result = run_cli("metadata", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_solution_cell_is_named_after_what_it_defines():
+    meta = derive_cell(code("#| export\nclass AddBackward:\n    ### BEGIN SOLUTION\n    pass\n    ### END SOLUTION"), "x")
+    assert meta["grade_id"] == "solution-AddBackward" and meta["solution"] and not meta["locked"]
+
+
+def test_test_cell_header_gives_id_and_points():
+    meta = derive_cell(code("# test: add_backward (3 points)\nassert True"), "x")
+    assert meta == {"grade": True, "grade_id": "add_backward", "locked": True, "points": 3,
+                    "schema_version": 3, "solution": False, "task": False}
+    assert derive_cell(code("# test: one (1 point)\npass"), "x")["points"] == 1
+
+
+def test_other_cells_are_read_only():
+    cell = nbformat.v4.new_markdown_cell("# Title")
+    cell.id = "abc"
+    meta = derive_cell(cell, "x")
+    assert meta["locked"] and not meta["grade"] and meta["grade_id"] == "cell-abc"
+
+
+@pytest.mark.parametrize("source, words", [
+    ("# test: add backward 2 points\nassert 1", "malformed test header"),
+    ("x = 1\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION", "must define a class or function"),
+    ("### BEGIN HIDDEN TESTS\nassert 1\n### END HIDDEN TESTS", "hidden tests must be in a test cell"),
+])
+def test_broken_cells_are_explained(source, words):
+    with pytest.raises(GradingError, match=words):
+        derive_cell(code(source), "nb.ipynb, cell 3")
+
+
+def test_duplicate_ids_are_refused():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [code("# test: same (1 point)\npass"), code("# test: same (2 points)\npass")]
+    with pytest.raises(GradingError, match="both have the id 'same'"):
+        derive_notebook(nb, "nb.ipynb")
+
+
+def test_every_exercise_has_tests_worth_points():
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        metas = derive_notebook(nbformat.read(path, 4), path.name)
+        assert any(m["solution"] for m in metas), f"{path.name} has no exercise"
+        assert sum(m.get("points", 0) for m in metas) > 0, f"{path.name} has no points"

@@ -1,0 +1,99 @@
+"""Release, submit, autograde: full marks for solutions, zero for the untouched release, one wrong answer costs
+exactly its exercise's points, and the kit never contains solution code."""
+import csv
+
+import nbformat
+import pytest
+
+from conftest import REPO, run_cli
+from grading.demo import make_submissions, solved
+from grading.notebooks import read_notebook, solution_lines, write_notebook
+
+WRONG_MUL = ("unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+             "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)")
+
+
+@pytest.fixture(scope="module")
+def graded(kit, tmp_path_factory):
+    root = tmp_path_factory.mktemp("graded")
+    make_submissions(kit, root / "submissions")
+    release = read_notebook(kit / "04_elementwise" / "04_elementwise.ipynb")
+    source = read_notebook(REPO / "notebooks" / "04_elementwise.ipynb")
+    carol = solved(release, source, edit=lambda grade_id, code: code.replace(*WRONG_MUL))
+    write_notebook(carol, root / "submissions" / "carol" / "04_elementwise" / "04_elementwise.ipynb")
+    result = run_cli("autograde", root / "submissions", "--out", root / "grades")
+    with open(root / "grades" / "grades.csv") as f:
+        rows = list(csv.DictReader(f))
+    return result, rows, root / "grades"
+
+
+def test_autograde_exits_zero_and_writes_one_row_per_student_and_notebook(graded):
+    result, rows, _ = graded
+    assert result.returncode == 0, result.stderr
+    notebooks = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
+    assert sorted(r["assignment"] for r in rows if r["student"] == "alice") == notebooks
+    assert list(rows[0])[:5] == ["student", "assignment", "notebook", "score", "max_score"]
+
+
+def test_solutions_score_full_marks(graded):
+    _, rows, _ = graded
+    for row in (r for r in rows if r["student"] == "alice"):
+        assert float(row["max_score"]) > 0 and row["score"] == row["max_score"], row
+
+
+def test_untouched_release_scores_zero_without_error(graded):
+    _, rows, _ = graded
+    for row in (r for r in rows if r["student"] == "bob"):
+        assert float(row["score"]) == 0 and float(row["max_score"]) > 0 and row["note"] == "", row
+
+
+def test_one_wrong_answer_loses_exactly_its_points(graded):
+    _, rows, grades = graded
+    (carol,) = [r for r in rows if r["student"] == "carol"]
+    (alice,) = [r for r in rows if r["student"] == "alice" and r["assignment"] == "04_elementwise"]
+    points = {}
+    for cell in read_notebook(REPO / "notebooks" / "04_elementwise.ipynb").cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            points[meta["grade_id"]] = meta["points"]
+    assert float(carol["score"]) == float(alice["score"]) - points["mul_backward"] - points["mul_backward_hidden"]
+
+
+def test_feedback_names_the_wrong_rule_but_hides_hidden_tests(graded):
+    _, _, grades = graded
+    html = (grades / "feedback" / "carol" / "04_elementwise.html").read_text()
+    assert "MulBackward, input 0" in html and "analytic" in html
+    assert "np.array([1e6, -1e6])" not in html, "hidden test code must not appear in feedback"
+
+
+def test_kit_has_no_solution_code(kit):
+    secret = [line for line in solution_lines(read_notebook(p) for p in sorted((REPO / "notebooks").glob("*.ipynb")))
+              if len(line) > 12]
+    assert len(secret) > 100
+    for file in (p for p in kit.rglob("*") if p.is_file()):
+        try:
+            text = file.read_text()
+        except UnicodeDecodeError:
+            continue
+        assert not [line for line in secret if line in text], file
+
+
+def test_kit_layout_and_its_own_package(kit):
+    assert (kit / "01_tensor" / "01_tensor.ipynb").exists() and (kit / "settings.ini").exists()
+    module = (kit / "tinytorch" / "core" / "elementwise.py").read_text()
+    assert 'NotImplementedError("Exercise AddBackward in 04_elementwise.ipynb' in module
+    nb = nbformat.read(kit / "04_elementwise" / "04_elementwise.ipynb", 4)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "outputs are cleared"
+
+
+def test_student_who_fills_a_cell_and_reexports_gets_their_code(kit, tmp_path):
+    import shutil
+    mine = tmp_path / "kit"
+    shutil.copytree(kit, mine)
+    path = mine / "04_elementwise" / "04_elementwise.ipynb"
+    nb = solved(read_notebook(path), read_notebook(REPO / "notebooks" / "04_elementwise.ipynb"))
+    write_notebook(nb, path)
+    result = run_cli("export", cwd=mine)
+    assert result.returncode == 0, result.stderr
+    module = (mine / "tinytorch" / "core" / "elementwise.py").read_text()
+    assert "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)" in module
