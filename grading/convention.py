@@ -1,7 +1,7 @@
 """The authoring convention: nbgrader metadata is derived from what the author writes in each cell.
 
-* A code cell containing `### BEGIN SOLUTION` is an exercise. Its grade id is `solution-` and the first class
-  or function it defines (`class AddBackward` -> `solution-AddBackward`).
+* A code cell containing `### BEGIN SOLUTION` is an exercise. Its grade id is `solution-` and the name of the
+  top-level class or function the first solution marker is in (`class AddBackward` -> `solution-AddBackward`).
 * A code cell whose first line is `# test: <name> (<n> points)` is a graded, read-only test cell worth n points.
   Hidden tests go inside it between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`.
 * Every other cell is read-only.
@@ -13,7 +13,7 @@ from .notebooks import HIDDEN_BEGIN, SOLUTION_BEGIN, read_notebook, write_notebo
 
 TEST_HEADER = re.compile(r"^#\s*test:\s*(?P<name>[A-Za-z_][\w-]*)\s*\((?P<points>\d+(?:\.\d+)?)\s*points?\)\s*$")
 SOLUTION_PREFIX = "solution-"
-DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)
+DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)   # top level only
 
 
 def _meta(grade_id, grade=False, solution=False, points=None):
@@ -29,11 +29,11 @@ def derive_cell(cell, where):
     source = cell.source
     first = source.lstrip().splitlines()[0] if source.strip() else ""
     if cell.cell_type == "code" and SOLUTION_BEGIN in source:
-        names = DEFINITION.findall(source)
+        names = DEFINITION.findall(source[:source.index(SOLUTION_BEGIN)])
         if not names:
             raise GradingError(f"{where}: a solution cell must define a class or function (its name is the "
                                "exercise's id); put the solution markers inside its body.")
-        return _meta(SOLUTION_PREFIX + names[0], solution=True)
+        return _meta(SOLUTION_PREFIX + names[-1], solution=True)
     if cell.cell_type == "code" and first.startswith("#") and re.match(r"#\s*test\b", first):
         match = TEST_HEADER.match(first)
         if not match:

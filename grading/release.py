@@ -5,7 +5,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .convention import SOLUTION_PREFIX, mismatches
+from .convention import DEFINITION, mismatches
 from .course import Course
 from .errors import GradingError
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, solution_lines, write_notebook
@@ -16,9 +16,18 @@ KIT_SETTINGS_CHANGES = {"nbs_path": "."}
 
 
 def stub_message(assignment, exercise):
-    exercise = exercise.removeprefix(SOLUTION_PREFIX)
     return (f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
             f'write your code here, then run: python -m grading export")')
+
+
+def explain_stubs(source, assignment):
+    "Make each stub nbgrader left name its exercise: the top-level class or function it stands in."
+    lines, current = [], None
+    for line in source.splitlines():
+        match = DEFINITION.match(line)
+        current = match[1] if match else current
+        lines.append(line.replace(STUB, stub_message(assignment, current)) if STUB in line else line)
+    return "\n".join(lines)
 
 
 def check_sources(notebooks):
@@ -41,7 +50,7 @@ def student_notebooks(notebooks, workdir):
         for cell in nb.cells:
             meta = nbgrader_meta(cell)
             if meta.get("solution"):
-                cell.source = cell.source.replace(STUB, stub_message(stem, meta["grade_id"]))
+                cell.source = explain_stubs(cell.source, stem)
         released[stem] = nb
     return released
 
