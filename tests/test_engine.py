@@ -218,3 +218,14 @@ def test_create_graph_refuses_numpy_only_rules():
 def test_numerical_grad_matches_known_derivative():
     (g,) = numerical_grad(lambda x: np.sum(np.sin(x)), [np.linspace(-1, 1, 5)])
     assert np.allclose(g, np.cos(np.linspace(-1, 1, 5)), atol=1e-8)
+
+
+def test_scatter_add_backward_and_its_double_backward():
+    rng = np.random.default_rng(6)
+    index = np.array([0, 2, 2])
+    check_backward(lambda values, index: R.ScatterAddBackward(values, index),
+                   lambda v, index: R.scatter_add(Tensor(v), index, (4, 2)).data, [rng.normal(size=(3, 2))], index=index)
+    x = Tensor(rng.normal(size=(4, 2)), requires_grad=True)
+    (g,) = grad((x[index] ** 2).sum(), [x], create_graph=True)
+    (second,) = grad(g.sum(), [x])
+    assert np.allclose(second.data, 2 * np.bincount(index, minlength=4)[:, None] * np.ones((4, 2)))
