@@ -68,7 +68,8 @@ def cmd_check(args):
     results = run_tests(args.notebook)
     for name, points, status, message in results:
         mark = "HIDDEN" if status == HIDDEN else "PASS" if status else "FAIL"
-        print(f"{mark:<6}  {name} ({points:g} points)" + (f": {message}" if message and status != HIDDEN else ""))
+        unit = "point" if points == 1 else "points"
+        print(f"{mark:<6}  {name} ({points:g} {unit})" + (f": {message}" if message and status != HIDDEN else ""))
     visible = [status for _, _, status, _ in results if status != HIDDEN]
     failed = visible.count(False)
     hidden = len(results) - len(visible)

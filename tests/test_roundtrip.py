@@ -97,3 +97,12 @@ def test_student_who_fills_a_cell_and_reexports_gets_their_code(kit, tmp_path):
     assert result.returncode == 0, result.stderr
     module = (mine / "tinytorch" / "core" / "elementwise.py").read_text()
     assert "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)" in module
+
+
+def test_check_reports_each_visible_test(kit):
+    untouched = run_cli("check", kit / "02_function" / "02_function.ipynb")
+    assert untouched.returncode == 1
+    assert "FAIL    function_base (1 point): NotImplementedError: Exercise Function in 02_function.ipynb" in untouched.stdout
+    assert "HIDDEN  square_backward_hidden" in untouched.stdout and "0 passed, 3 failed (1 hidden" in untouched.stdout
+    solution = run_cli("check", REPO / "notebooks" / "02_function.ipynb")
+    assert solution.returncode == 0 and "4 passed, 0 failed" in solution.stdout, solution.stdout
