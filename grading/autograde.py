@@ -79,7 +79,7 @@ def reference_package(notebooks, root):
     (ref / "nbs").mkdir(parents=True, exist_ok=True)
     for stem, path in notebooks.items():
         shutil.copyfile(path, ref / "nbs" / f"{stem}.ipynb")
-    (ref / "settings.ini").write_text(kit_settings(REPO / "settings.ini").replace("nbs_path = .", "nbs_path = nbs"))
+    (ref / "settings.ini").write_text(kit_settings(REPO / "settings.ini", nbs_path="nbs"))
     copy_package_skeleton(ref)
     export_package(ref)
     return ref

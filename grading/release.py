@@ -12,7 +12,6 @@ from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, sol
 
 KIT_MARKER = ".tinytorch-kit"
 STUB = "raise NotImplementedError()"
-KIT_SETTINGS_CHANGES = {"nbs_path": "."}
 
 
 def stub_message(assignment, exercise):
@@ -55,11 +54,11 @@ def student_notebooks(notebooks, workdir):
     return released
 
 
-def kit_settings(settings_path):
+def kit_settings(settings_path, nbs_path="."):
+    "The repository's settings.ini with the notebooks read from `nbs_path`."
     lines = []
     for line in Path(settings_path).read_text().splitlines():
-        key = line.split("=")[0].strip()
-        lines.append(f"{key} = {KIT_SETTINGS_CHANGES[key]}" if key in KIT_SETTINGS_CHANGES else line)
+        lines.append(f"nbs_path = {nbs_path}" if line.split("=")[0].strip() == "nbs_path" else line)
     return "\n".join(lines) + "\n"
 
 
