@@ -114,7 +114,7 @@ def write_table(rows, path):
 
 
 def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, progress=None):
-    "Grade every submission; write out/grades.csv and out/feedback/. Return (rows, problems)."
+    "Grade every submission; write out/grades.csv and out/feedback/. Return the table's rows."
     notebooks = course_notebooks(notebooks_dir)
     check_sources(notebooks)
     known = {stem: {nbgrader_meta(c).get("grade_id") for c in read_notebook(p).cells} for stem, p in notebooks.items()}
@@ -125,16 +125,14 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, progress=
     if found:
         root = out / "nbgrader-course"
         course = Course(root, **({"cell_timeout": cell_timeout} if cell_timeout else {}))
-        for stem, path in notebooks.items():
-            course.add_source(stem, path)
-            course.generate(stem)
+        course.add_assignments(notebooks)
         reference = reference_package(notebooks, root)
         modules = {stem: module_file(path) for stem, path in notebooks.items()}
         for student, assignment, path in (progress or (lambda x, **k: x))(found, desc="grading", unit="notebook"):
             package = student_package(reference, modules[assignment], path, root / "env" / student / assignment)
             rows.append(grade_one(course, out, student, assignment, path, package))
     write_table(rows, out / "grades.csv")
-    return rows, problems
+    return rows
 
 
 def grade_one(course, out, student, assignment, path, package):

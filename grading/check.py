@@ -1,16 +1,16 @@
 """Run the visible tests of one notebook, as a student would before handing it in."""
-import os
 from pathlib import Path
 
+from .course import kernel_environment
 from .errors import GradingError
 from .notebooks import REPO, nbgrader_meta, read_notebook
 
 HIDDEN = "hidden"   # the status of a test cell whose tests were stripped from the release
 
 
-def package_root(notebook):
-    "The folder whose tinytorch/ the notebook should import: the kit (or repository) holding settings.ini."
-    for folder in [notebook.resolve().parent, *notebook.resolve().parents]:
+def package_root(start):
+    "The kit (or repository) at or above the folder `start`: the one holding settings.ini and tinytorch/."
+    for folder in [Path(start).resolve(), *Path(start).resolve().parents]:
         if (folder / "settings.ini").exists() and (folder / "tinytorch").is_dir():
             return folder
     return REPO
@@ -21,18 +21,13 @@ def run_tests(notebook, timeout=300):
     from nbclient import NotebookClient
     notebook = Path(notebook)
     nb = read_notebook(notebook)
-    env_before = dict(os.environ)
-    os.environ["PYTHONPATH"] = str(package_root(notebook))
-    os.environ["TINYTORCH_QUIET"] = "1"
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(notebook.resolve().parent)}})
-        client.execute()
+        with kernel_environment(package_root(notebook.parent)):
+            client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                    resources={"metadata": {"path": str(notebook.resolve().parent)}})
+            client.execute()
     except Exception as error:
         raise GradingError(f"{notebook}: could not run the notebook ({type(error).__name__}: {error}).") from None
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
     results = []
     for cell in nb.cells:
         meta = nbgrader_meta(cell)

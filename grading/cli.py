@@ -26,7 +26,7 @@ def cmd_metadata(args):
 def cmd_export(args):
     from .check import package_root
     from .release import export_package
-    root = package_root(Path.cwd() / "x")
+    root = package_root(Path.cwd())
     export_package(root)
     print(f"exported the notebooks of {root} into {root / 'tinytorch'}")
     return 0
@@ -54,7 +54,7 @@ def _progress():
 
 def cmd_autograde(args):
     from .autograde import autograde
-    rows, problems = autograde(args.submissions, args.out, cell_timeout=args.cell_timeout, progress=_progress())
+    rows = autograde(args.submissions, args.out, cell_timeout=args.cell_timeout, progress=_progress())
     print_table(rows)
     failed = [r for r in rows if r.note]
     for r in failed:
@@ -90,7 +90,7 @@ def cmd_demo(args):
     print(f"3/4 making two submissions in {out / 'submissions'}: alice (solved), bob (untouched release)")
     make_submissions(out / "release", out / "submissions")
     print(f"4/4 autograding into {out / 'grades'}")
-    rows, _ = autograde(out / "submissions", out / "grades", progress=_progress())
+    rows = autograde(out / "submissions", out / "grades", progress=_progress())
     print_table(rows)
     print(f"grade table: {out / 'grades' / 'grades.csv'}; feedback: {out / 'grades' / 'feedback'}")
     return 1 if any(r.note for r in rows) else 0

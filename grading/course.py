@@ -13,6 +13,19 @@ from .errors import GradingError
 CELL_TIMEOUT = 120      # seconds one cell may run when grading
 
 
+@contextlib.contextmanager
+def kernel_environment(pythonpath):
+    "Kernels started inside import tinytorch from `pythonpath` and show no progress bars; the environment is restored after."
+    before = dict(os.environ)
+    os.environ["PYTHONPATH"] = str(pythonpath)
+    os.environ["TINYTORCH_QUIET"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 def config(root, cell_timeout=CELL_TIMEOUT):
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
@@ -60,23 +73,20 @@ class Course:
         self._call(f"make the student version of {assignment}", "generate_assignment", assignment, force=True)
         return self.root / "release" / assignment / f"{assignment}.ipynb"
 
+    def add_assignments(self, notebooks):
+        "Add every {stem: path} notebook as an assignment and make its student version; return {stem: release path}."
+        for stem, path in notebooks.items():
+            self.add_source(stem, path)
+        return {stem: self.generate(stem) for stem in notebooks}
+
     def submit(self, student, assignment, notebook_path):
         target = self.root / "submitted" / student / assignment / f"{assignment}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook_path, target)
 
-    def autograde(self, assignment, student, pythonpath=None):
-        previous = os.environ.get("PYTHONPATH")
-        if pythonpath:
-            os.environ["PYTHONPATH"] = str(pythonpath)
-        os.environ["TINYTORCH_QUIET"] = "1"
-        try:
+    def autograde(self, assignment, student, pythonpath):
+        with kernel_environment(pythonpath):
             self._call(f"grade {student}/{assignment}", "autograde", assignment, student, force=True, create=True)
-        finally:
-            if previous is None:
-                os.environ.pop("PYTHONPATH", None)
-            else:
-                os.environ["PYTHONPATH"] = previous
 
     def feedback(self, assignment, student):
         self._call(f"write feedback for {student}/{assignment}", "generate_feedback", assignment, student, force=True)

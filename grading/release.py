@@ -40,12 +40,9 @@ def check_sources(notebooks):
 
 def student_notebooks(notebooks, workdir):
     "Generate the student version of every notebook with nbgrader; return {stem: notebook}."
-    course = Course(workdir)
-    for stem, path in notebooks.items():
-        course.add_source(stem, path)
     released = {}
-    for stem in notebooks:
-        nb = read_notebook(course.generate(stem))
+    for stem, release_path in Course(workdir).add_assignments(notebooks).items():
+        nb = read_notebook(release_path)
         for cell in nb.cells:
             meta = nbgrader_meta(cell)
             if meta.get("solution"):

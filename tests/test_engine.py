@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from tinytorch.core.tensor import Tensor
-from tinytorch.core.autograd import enable_autograd, grad, topological_order
+from tinytorch.core.autograd import enable_autograd, grad
 from tinytorch.core.function import no_grad
 from tinytorch.core.gradcheck import GradcheckError, check_backward, gradcheck, numerical_grad
 from tinytorch.core import elementwise as E, reductions as R, activations as A, losses as L, conv as C, embedding as M

@@ -1,5 +1,4 @@
 """Every notebook runs top to bottom, solutions in place, without an error."""
-import os
 
 import nbformat
 import pytest
