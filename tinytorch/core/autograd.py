@@ -6,7 +6,7 @@ __all__ = ['TRACKED', 'inputs_of', 'topological_order', 'accumulate', 'run_backw
 
 # %% ../../notebooks/06_autograd.ipynb #c06-002
 import numpy as np
-from .tensor import Tensor
+from .tensor import Tensor, as_tuple
 from .function import Function, attach, no_grad, set_grad_enabled, is_grad_enabled
 from .elementwise import (AddBackward, SubBackward, MulBackward, DivBackward, NegBackward,
                                         PowBackward, ExpBackward, LogBackward)
@@ -45,8 +45,7 @@ def _tracked_reshape(self, *shape):
     return attach(_PLAIN["reshape"](self, *shape), ReshapeBackward, self)
 
 def _tracked_transpose(self, *axes):
-    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = tuple(axes[0])
+    axes = as_tuple(axes)
     return attach(_PLAIN["transpose"](self, *axes), TransposeBackward, self, axes=axes)
 
 def _tracked_getitem(self, index):
