@@ -1,0 +1,113 @@
+"""JupyterLab as a student sees it: the kit served headless, a solved notebook opened in Chromium, Run All, and the
+visible tests' output on the page. Saves a screenshot (tests/artifacts/jupyterlab-01_tensor.png)."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+from grading.demo import solved
+from grading.notebooks import read_notebook, write_notebook
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOT = REPO / "tests" / "artifacts" / "jupyterlab-01_tensor.png"
+VISIBLE_OUTPUTS = ["elementwise operations work", "matrix products work", "reductions work"]
+
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it: "
+                                                     "apt-get install chromium)"),
+    pytest.mark.skipif(shutil.which("jupyter") is None and not (Path(sys.executable).parent / "jupyter").exists(),
+                       reason="JupyterLab is not installed"),
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def student_kit(kit, tmp_path_factory):
+    "A copy of the kit in which the student solved notebook 01 and exported it."
+    mine = tmp_path_factory.mktemp("student") / "kit"
+    shutil.copytree(kit, mine)
+    path = mine / "01_tensor" / "01_tensor.ipynb"
+    write_notebook(solved(read_notebook(path), read_notebook(REPO / "notebooks" / "01_tensor.ipynb")), path)
+    result = run_cli("export", cwd=mine)
+    assert result.returncode == 0, result.stderr
+    return mine
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(student_kit, tmp_path_factory):
+    "JupyterLab serving the kit on localhost; its kernels import the kit's own tinytorch (as after pip install -e .)."
+    home = tmp_path_factory.mktemp("jupyter")
+    settings = home / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    port, token = free_port(), "tinytorch-test"
+    env = dict(os.environ, PYTHONPATH=str(student_kit), JUPYTER_CONFIG_DIR=str(home / "config"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_DATA_DIR=str(home / "data"))
+    env.pop("TINYTORCH_QUIET", None)
+    log = open(home / "server.log", "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={student_kit}",
+         f"--LabApp.user_settings_dir={home / 'settings'}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("JupyterLab did not start:\n" + (home / "server.log").read_text()[-2000:])
+                time.sleep(0.5)
+        yield url, token
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def test_notebook_runs_in_jupyterlab_and_shows_passing_visible_tests(jupyterlab):
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
+    url, token = jupyterlab
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{url}/lab/tree/01_tensor/01_tensor.ipynb?token={token}")
+            page.wait_for_selector(".jp-NotebookPanel", timeout=90_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+            page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
+            page.click("div.lm-Menu-itemLabel:text-is('Run All Cells')")
+            page.wait_for_selector(f"text={VISIBLE_OUTPUTS[-1]}", timeout=120_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+            outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
+            errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
+            SCREENSHOT.parent.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT))
+        finally:
+            browser.close()
+    text = "\n".join(outputs)
+    for expected in VISIBLE_OUTPUTS:
+        assert expected in text, f"{expected!r} missing from the notebook's output:\n{text}"
+    assert "Error" not in text and errors == 0, f"a cell failed in JupyterLab:\n{text}"
+    assert SCREENSHOT.stat().st_size > 10_000
