@@ -22,6 +22,10 @@ class Function:
         raise NotImplementedError(
             f"{type(self).__name__}.apply(grad_output) is missing: a backward rule must return one gradient per saved tensor.")
 
+    def needs_grad(self, i):
+        "Whether input i wants a gradient. Data (a batch of images, say) does not: a rule may skip that work."
+        return getattr(self.saved_tensors[i], "requires_grad", True)
+
     def release(self):
         "Drop the saved tensors (and any saved output) so the graph's memory can be freed."
         self.saved_tensors = None

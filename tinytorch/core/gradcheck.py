@@ -93,7 +93,10 @@ def backward_and_numeric(function_cls, forward, inputs, eps=1e-6, seed=0, **opti
     cotangent = np.random.default_rng(seed).normal(size=output.shape)
     extras = {"output": Tensor(output)} if "output" in inspect.signature(function_cls).parameters else {}
     name = getattr(function_cls, "__name__", "the backward rule")
-    grads = function_cls(*[Tensor(a) for a in arrays], **options, **extras).apply(Tensor(cotangent))
+    tensors = [Tensor(a) for a in arrays]
+    for i in wrt:
+        tensors[i].requires_grad = True     # so that needs_grad(i) asks for every gradient we check
+    grads = function_cls(*tensors, **options, **extras).apply(Tensor(cotangent))
     if not isinstance(grads, (tuple, list)) or len(grads) != len(arrays):
         raise GradcheckError(f"{name}.apply must return a tuple with one gradient per input ({len(arrays)}), "
                              f"but it returned {type(grads).__name__} {grads!r:.80}")

@@ -38,8 +38,12 @@ class SGD(Optimizer):
 
     def update(self, i, p, grad):
         ### BEGIN SOLUTION
-        self.velocity[i] = self.momentum * self.velocity[i] + grad
-        p.data -= self.lr * self.velocity[i]
+        if self.momentum:
+            velocity = self.velocity[i]
+            velocity *= self.momentum          # in place: no new array per step
+            velocity += grad
+            grad = velocity
+        p.data -= self.lr * grad
         ### END SOLUTION
 
 # %% ../../notebooks/10_optimizers.ipynb #c10-008

@@ -29,11 +29,18 @@ class MatmulBackward(Function):
         a2 = a.reshape(1, -1) if a.ndim == 1 else a
         b2 = b.reshape(-1, 1) if b.ndim == 1 else b
         g2 = grad_output.reshape(matmul_shape(a2.shape, b2.shape))
-        ### BEGIN SOLUTION
-        grad_a = unbroadcast(g2 @ swap_last(b2), a2.shape)
-        grad_b = unbroadcast(swap_last(a2) @ g2, b2.shape)
-        ### END SOLUTION
-        return grad_a.reshape(a.shape), grad_b.reshape(b.shape)
+        grad_a = grad_b = None
+        if self.needs_grad(0):
+            ### BEGIN SOLUTION
+            grad_a = unbroadcast(g2 @ swap_last(b2), a2.shape)
+            ### END SOLUTION
+            grad_a = grad_a.reshape(a.shape)
+        if self.needs_grad(1):
+            ### BEGIN SOLUTION
+            grad_b = unbroadcast(swap_last(a2) @ g2, b2.shape)
+            ### END SOLUTION
+            grad_b = grad_b.reshape(b.shape)
+        return grad_a, grad_b
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-009
 def kept_shape(shape, axis):

@@ -1,0 +1,344 @@
+"""Benchmarks: tinytorch against the code people would write instead, measured side by side in one run.
+
+    python benchmarks/run.py              # everything (about 2 minutes on 2 cores)
+    python benchmarks/run.py mlp ops      # only some: mlp, ops, conv, memory, grading
+
+Each comparison runs its contenders in alternation, several rounds, and reports the median time of each, so that a
+noisy neighbour slows all of them alike. Ratios are tinytorch's time divided by the other's. PyTorch (CPU) columns
+appear when torch is installed; the course does not need it.
+"""
+import argparse
+import gc
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("TINYTORCH_QUIET", "1")
+
+from tinytorch.core.conv import Conv2d, MaxPool2d                 # noqa: E402
+from tinytorch.core.losses import CrossEntropy                     # noqa: E402
+from tinytorch.core.nn import Linear, ReLU, Sequential             # noqa: E402
+from tinytorch.core.optimizers import SGD                          # noqa: E402
+from tinytorch.core.tensor import Tensor                           # noqa: E402
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # PyTorch's idle threads must not spin while NumPy runs
+try:
+    import torch
+    torch.set_num_threads(os.cpu_count() or 1)
+except ImportError:
+    torch = None
+
+
+def side_by_side(contenders, rounds=7, min_time=0.2):
+    "{name: median seconds per call}, the contenders run in alternation, each call repeated to last about min_time."
+    repeats = {}
+    for name, fn in contenders.items():
+        fn()                                          # warm up
+        start, n = time.perf_counter(), 0
+        while time.perf_counter() - start < 0.05:
+            fn()
+            n += 1
+        per_call = (time.perf_counter() - start) / n
+        repeats[name] = max(1, int(min_time / per_call))
+    times = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            for _ in range(repeats[name]):
+                fn()
+            times[name].append((time.perf_counter() - start) / repeats[name])
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+# 1. An MLP training step ---------------------------------------------------------------------------------------------
+
+def tinytorch_mlp(X, y, sizes):
+    model = Sequential(Linear(sizes[0], sizes[1], seed=0), ReLU(), Linear(sizes[1], sizes[2], seed=1))
+    optimizer, loss_fn, inputs = SGD(model.parameters(), lr=0.01), CrossEntropy(), Tensor(X)
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn(model(inputs), y).backward()
+        optimizer.step()
+    return step
+
+
+def numpy_mlp(X, y, sizes):
+    "The same step by hand: forward, manual backward, SGD."
+    rng = np.random.default_rng(0)
+    W1, b1 = rng.normal(size=(sizes[1], sizes[0])) * 0.05, np.zeros(sizes[1])
+    W2, b2 = rng.normal(size=(sizes[2], sizes[1])) * 0.05, np.zeros(sizes[2])
+    one_hot = np.eye(sizes[2])[y]
+
+    def step():
+        h = X @ W1.T + b1
+        a = np.maximum(h, 0)
+        z = a @ W2.T + b2
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        dz = (p - one_hot) / len(X)
+        dW2, db2 = dz.T @ a, dz.sum(axis=0)
+        dh = (dz @ W2) * (h > 0)
+        dW1, db1 = dh.T @ X, dh.sum(axis=0)
+        for param, grad in ((W1, dW1), (b1, db1), (W2, dW2), (b2, db2)):
+            param -= 0.01 * grad
+    return step
+
+
+def torch_mlp(X, y, sizes):
+    model = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
+                                torch.nn.Linear(sizes[1], sizes[2])).double()
+    optimizer, loss_fn = torch.optim.SGD(model.parameters(), lr=0.01), torch.nn.CrossEntropyLoss()
+    inputs, targets = torch.from_numpy(X), torch.from_numpy(y)
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn(model(inputs), targets).backward()
+        optimizer.step()
+    return step
+
+
+def bench_mlp(rows):
+    rng = np.random.default_rng(0)
+    for label, sizes, batch, target in [("digits 64→128→10, batch 64", (64, 128, 10), 64, 2.0),
+                                        ("MNIST 784→256→10, batch 128", (784, 256, 10), 128, 1.3)]:
+        X, y = rng.normal(size=(batch, sizes[0])), rng.integers(0, sizes[2], batch)
+        contenders = {"tinytorch": tinytorch_mlp(X, y, sizes), "numpy": numpy_mlp(X, y, sizes)}
+        if torch:
+            contenders["torch"] = torch_mlp(X, y, sizes)
+        t = side_by_side(contenders)
+        rows.append(row(f"MLP step, {label}", t, "numpy", target))
+
+
+# 2. Per-operation overhead -------------------------------------------------------------------------------------------
+
+CHAIN = 1000
+
+
+def tinytorch_chain():
+    x, c = Tensor(np.ones(10), requires_grad=True), Tensor(np.full(10, 0.999))
+
+    def run():
+        y = x
+        for i in range(CHAIN // 2):
+            y = y * c
+            y = y + c
+        y.sum().backward()
+        x.grad = None
+    return run
+
+
+def numpy_chain():
+    "The same chain in NumPy, forward and the backward written by hand."
+    x, c = np.ones(10), np.full(10, 0.999)
+
+    def run():
+        y = x
+        for i in range(CHAIN // 2):
+            y = y * c
+            y = y + c
+        grad = np.ones(10)
+        for i in range(CHAIN // 2):
+            grad = grad * c
+        return grad
+    return run
+
+
+def torch_chain():
+    x, c = torch.ones(10, dtype=torch.float64, requires_grad=True), torch.full((10,), 0.999, dtype=torch.float64)
+
+    def run():
+        y = x
+        for i in range(CHAIN // 2):
+            y = y * c
+            y = y + c
+        y.sum().backward()
+        x.grad = None
+    return run
+
+
+def bench_ops(rows):
+    contenders = {"tinytorch": tinytorch_chain(), "numpy": numpy_chain()}
+    if torch:
+        contenders["torch"] = torch_chain()
+    t = side_by_side(contenders, rounds=5)
+    per_op = {name: seconds / CHAIN for name, seconds in t.items()}
+    rows.append(row(f"per op (chain of {CHAIN} ops on 10 elements, fwd+bwd)", per_op, "torch" if torch else "numpy",
+                    3.0 if torch else None))
+
+
+# 3. Conv2d + MaxPool2d -----------------------------------------------------------------------------------------------
+
+CONV = dict(batch=32, c_in=8, c_out=16, size=28, k=3)
+
+
+def tinytorch_conv(x_np):
+    conv, pool = Conv2d(CONV["c_in"], CONV["c_out"], CONV["k"], seed=0), MaxPool2d(2)
+    x = Tensor(x_np, requires_grad=True)
+
+    def run():
+        pool(conv(x)).sum().backward()
+        x.grad = conv.weight.grad = conv.bias.grad = None
+    return run
+
+
+def naive_conv(x_np):
+    "Loops over every output element: what a first attempt without im2col looks like."
+    rng = np.random.default_rng(0)
+    w, b = rng.normal(size=(CONV["c_out"], CONV["c_in"], CONV["k"], CONV["k"])), np.zeros(CONV["c_out"])
+    k = CONV["k"]
+
+    def run():
+        n, c, h, width = x_np.shape
+        oh, ow = h - k + 1, width - k + 1
+        out = np.zeros((n, len(w), oh, ow))
+        for i in range(n):
+            for f in range(len(w)):
+                for r in range(oh):
+                    for s in range(ow):
+                        out[i, f, r, s] = np.sum(x_np[i, :, r:r + k, s:s + k] * w[f]) + b[f]
+        pooled_grad = np.zeros_like(out)
+        for i in range(n):
+            for f in range(len(w)):
+                for r in range(0, oh - 1, 2):
+                    for s in range(0, ow - 1, 2):
+                        window = out[i, f, r:r + 2, s:s + 2]
+                        a, bb = np.unravel_index(np.argmax(window), (2, 2))
+                        pooled_grad[i, f, r + a, s + bb] = 1.0
+        grad_w, grad_x = np.zeros_like(w), np.zeros_like(x_np)
+        for i in range(n):
+            for f in range(len(w)):
+                for r in range(oh):
+                    for s in range(ow):
+                        g = pooled_grad[i, f, r, s]
+                        if g:
+                            grad_w[f] += g * x_np[i, :, r:r + k, s:s + k]
+                            grad_x[i, :, r:r + k, s:s + k] += g * w[f]
+        return grad_w, grad_x
+    return run
+
+
+def torch_conv(x_np):
+    conv = torch.nn.Conv2d(CONV["c_in"], CONV["c_out"], CONV["k"]).double()
+    x = torch.from_numpy(x_np).requires_grad_()
+
+    def run():
+        torch.nn.functional.max_pool2d(conv(x), 2).sum().backward()
+        x.grad = conv.weight.grad = conv.bias.grad = None
+    return run
+
+
+def bench_conv(rows):
+    x = np.random.default_rng(0).normal(size=(CONV["batch"], CONV["c_in"], CONV["size"], CONV["size"]))
+    contenders = {"tinytorch": tinytorch_conv(x)}
+    if torch:
+        contenders["torch"] = torch_conv(x)
+    t = side_by_side(contenders, rounds=5)
+    naive = naive_conv(x)
+    start = time.perf_counter()
+    naive()
+    t["naive loops"] = time.perf_counter() - start        # one call: it takes seconds
+    label = "Conv2d 8→16 3×3 + MaxPool2d, batch 32, 28×28, fwd+bwd"
+    rows.append(row(label, t, "torch" if torch else "naive loops", 3.0 if torch else None))
+    rows.append(row(label, t, "naive loops", 1 / 50))
+
+
+# 4. Memory over 10,000 steps -----------------------------------------------------------------------------------------
+
+def peak_rss_mb():
+    "Peak resident memory of this process so far, in MB (ru_maxrss is in KiB on Linux)."
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_memory(rows, steps=10_000):
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(64, 64)), rng.integers(0, 10, 64)
+    step = tinytorch_mlp(X, y, (64, 128, 10))
+    marks = {}
+    for i in range(1, steps + 1):
+        step()
+        if i in (1_000, steps):
+            gc.collect()
+            marks[i] = peak_rss_mb()
+    growth = marks[steps] - marks[1_000]
+    rows.append((f"memory: peak RSS after 1,000 / {steps:,} digits MLP steps",
+                 f"{marks[1_000]:.1f} MB / {marks[steps]:.1f} MB", f"+{growth:.2f} MB", "< 5 MB",
+                 "met" if growth < 5 else "MISSED"))
+
+
+# 5. Autograding throughput -------------------------------------------------------------------------------------------
+
+def bench_grading(rows, students=6):
+    import tempfile
+    from grading.autograde import autograde
+    from grading.classroom import make_class
+    from grading.release import release
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        release(tmp / "kit")
+        make_class(tmp / "kit", tmp / "class", students=students)
+        timings = {}
+        for workers in (1, os.cpu_count() or 1):
+            start = time.perf_counter()
+            autograde(tmp / "class", tmp / f"grades-{workers}", workers=workers)
+            timings[workers] = time.perf_counter() - start
+        notebooks = sum(1 for _ in (tmp / "class").glob("*/*/*.ipynb"))
+    per_minute = {w: notebooks / (s / 60) for w, s in timings.items()}
+    parallel = max(timings)
+    rows.append((f"autograding {students} students × 14 notebooks ({notebooks} notebooks)",
+                 f"1 worker {timings[1]:.0f} s, {parallel} workers {timings[parallel]:.0f} s",
+                 f"{timings[1] / timings[parallel]:.2f}× faster",
+                 f"{per_minute[1]:.0f} → {per_minute[parallel]:.0f} notebooks/min", ""))
+
+
+# The table -----------------------------------------------------------------------------------------------------------
+
+def row(label, times, baseline, target):
+    "One line of the table: each contender's time, tinytorch's ratio to `baseline`, and whether it meets `target`."
+    shown = ", ".join(f"{name} {fmt(seconds)}" for name, seconds in times.items())
+    ratio = times["tinytorch"] / times[baseline]
+    if target is not None and target < 1:             # a speed-up target: "at least 1/target times faster"
+        return label, shown, f"{1 / ratio:.0f}× faster than {baseline}", f"≥ {1 / target:g}× faster", \
+            "met" if ratio <= target else "MISSED"
+    verdict = "" if target is None else ("met" if ratio <= target else "MISSED")
+    return label, shown, f"{ratio:.2f}× {baseline}", "" if target is None else f"≤ {target:g}× {baseline}", verdict
+
+
+def fmt(seconds):
+    return f"{seconds * 1e6:.1f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+BENCHES = {"mlp": bench_mlp, "ops": bench_ops, "conv": bench_conv, "memory": bench_memory, "grading": bench_grading}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", nargs="*", help=f"benchmarks to run: {', '.join(BENCHES)} (default: all)")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.which if name not in BENCHES]
+    if unknown:
+        parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHES)}")
+    print(f"{time.strftime('%Y-%m-%d')} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores · "
+          f"Python {platform.python_version()} · NumPy {np.__version__} · "
+          f"{'PyTorch ' + torch.__version__ if torch else 'PyTorch not installed'}")
+    rows = []
+    for name in args.which or BENCHES:
+        BENCHES[name](rows)
+    print()
+    print("| benchmark | measured | ratio | target | |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
