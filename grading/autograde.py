@@ -1,15 +1,38 @@
-"""Grade a folder of submissions (SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb) with nbgrader."""
+"""Grade a folder of submissions (SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb).
+
+Each submission is one job (grading.job) in a process of its own; `workers` of them run at once. Every finished job
+leaves OUT/results/<student>/<assignment>.json, written atomically, and the gradebook (OUT/gradebook.json) and the
+grade table (OUT/grades.csv) are rewritten atomically after each job. A run that is killed and started again skips
+every submission whose result is still valid: same submission, same instructor notebook. When only some test cells
+of a notebook changed (a hidden test was fixed), only those tests' scores are replaced.
+"""
+import concurrent.futures
 import csv
+import hashlib
+import json
+import os
+import queue
 import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import Course
+from .course import CELL_TIMEOUT, Course
 from .errors import GradingError
+from .execute import write_kernelspec
+from .job import Spec, digest, kill_uid, test_cells, write_atomic
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook
 from .release import check_sources, copy_package_skeleton, export_package, kit_settings
+from .sandbox import isolation
 
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note"]
+GRADER_VERSION = "2"          # part of every result's fingerprint: bump it when grading itself changes
+SLOT_UID = 61000              # grading slot k runs student code as user id SLOT_UID + k (as root)
+NOTEBOOK_TIMEOUT = 900        # seconds one submission may take, both runs together
 
 
 @dataclass
@@ -24,6 +47,8 @@ class Row:
     def values(self):
         return [self.student, self.assignment, self.notebook, f"{self.score:g}", f"{self.max_score:g}", self.note]
 
+
+# -- What to grade ---------------------------------------------------------------------------------------------------
 
 def find_submissions(submissions, known):
     "[(student, assignment, path)] to grade, and [Row] for every submission that cannot be graded."
@@ -64,87 +89,280 @@ def find_submissions(submissions, known):
     return found, problems
 
 
-def module_file(notebook_path):
-    "The file of tinytorch/ that a notebook exports to (from its `#| default_exp` line)."
-    for cell in read_notebook(notebook_path).cells:
+def module_of(notebook):
+    "The module a notebook exports to (from its `#| default_exp` line), e.g. 'tinytorch.core.elementwise'."
+    for cell in notebook.cells:
         for line in cell.source.splitlines():
             if line.startswith("#| default_exp"):
-                return Path("tinytorch", *line.split()[-1].split(".")).with_suffix(".py")
+                return "tinytorch." + line.split()[-1]
     return None
 
 
-def reference_package(notebooks, root):
-    "tinytorch/ exported from the instructor's notebooks, once per grading run."
-    ref = root / "reference"
-    (ref / "nbs").mkdir(parents=True, exist_ok=True)
+# -- Fingerprints: what a result depends on --------------------------------------------------------------------------
+
+def setup_fingerprint(notebook):
+    "Everything in the instructor's notebook but its test cells: when it changes, every test is graded again."
+    return digest(GRADER_VERSION + "".join(c.source for c in notebook.cells if not nbgrader_meta(c).get("grade")))
+
+
+def file_fingerprint(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def plan(previous, fingerprint, tests):
+    "'skip', 'tests' (only some tests changed) or 'all', given the previous result (or None)."
+    if previous is None or previous.get("fingerprint") != fingerprint:
+        return "all"
+    old = {t: r["fingerprint"] for t, r in previous["tests"].items()}
+    return "skip" if old == {t: f for t, (_, f) in tests.items()} else "tests"
+
+
+def merge(previous, new, tests):
+    "Keep the previous score of every test whose cell did not change; take the new one for the others."
+    regraded = []
+    for test_id, (_, fingerprint) in tests.items():
+        old = previous["tests"].get(test_id)
+        if old is not None and old["fingerprint"] == fingerprint:
+            new["tests"][test_id] = old
+        else:
+            regraded.append(test_id)
+    new["score"] = sum(r["score"] for r in new["tests"].values())
+    new["regraded"] = regraded
+    return new
+
+
+# -- Preparing the grading folder ------------------------------------------------------------------------------------
+
+def prepare(notebooks, state):
+    """The master nbgrader course (gradebook made by generate_assignment), the reference package and the sandbox
+    kernelspec, made once and reused by later runs while the instructor's notebooks are unchanged."""
+    stamp = digest(GRADER_VERSION + "".join(file_fingerprint(p) for p in notebooks.values()))
+    if (state / "prepared").exists() and (state / "prepared").read_text() == stamp:
+        return
+    if state.exists():
+        shutil.rmtree(state)
+    course = Course(state / "master")
+    course.add_assignments(notebooks)
+    reference = state / "reference"
+    (reference / "nbs").mkdir(parents=True)
     for stem, path in notebooks.items():
-        shutil.copyfile(path, ref / "nbs" / f"{stem}.ipynb")
-    (ref / "settings.ini").write_text(kit_settings(REPO / "settings.ini", nbs_path="nbs"))
-    copy_package_skeleton(ref)
-    export_package(ref)
-    return ref
+        shutil.copyfile(path, reference / "nbs" / f"{stem}.ipynb")
+    (reference / "settings.ini").write_text(kit_settings(REPO / "settings.ini", nbs_path="nbs"))
+    copy_package_skeleton(reference)
+    export_package(reference)
+    write_kernelspec(state / "jupyter")
+    write_atomic(state / "prepared", stamp)
 
 
-def student_package(reference, module, submitted, target):
-    """The package a submission is graded with: the reference modules of every other notebook (so a mistake in
-    notebook 3 costs nothing in notebook 7) and this notebook's module exported from the student's own code.
-    The reference module is deleted first, so it can never be imported."""
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(reference / "tinytorch", target / "tinytorch")
-    shutil.copyfile(reference / "settings.ini", target / "settings.ini")
-    if module is not None:
-        (target / module).unlink(missing_ok=True)
-    (target / "nbs").mkdir()
-    shutil.copyfile(submitted, target / "nbs" / submitted.name)
-    export_package(target)
-    return target
+def hidden_paths(out, submissions, notebooks_dir):
+    "What a student's code must not see: the grading output, every submission, the instructor's files."
+    import importlib.util
+    paths = [out, submissions, notebooks_dir, REPO]
+    spec = importlib.util.find_spec("tinytorch")
+    if spec and spec.submodule_search_locations:
+        paths += list(spec.submodule_search_locations)      # an installed reference package is the answer key
+    return [str(Path(p).resolve()) for p in paths]
+
+
+def make_scratch():
+    "Where jobs make their folders: outside every hidden path; listable by nobody but root."
+    scratch = Path(tempfile.mkdtemp(prefix="tinytorch-grading-"))
+    scratch.chmod(0o711)
+    return scratch
+
+
+# -- Running the jobs ------------------------------------------------------------------------------------------------
+
+def run_job(spec, spec_path, slot, timeout):
+    "Run one job in its own process; return (result, None), or (None, what went wrong)."
+    spec.uid = SLOT_UID + slot if isolation() == "full" else None
+    spec.save(spec_path)
+    Path(spec.result).unlink(missing_ok=True)
+    log = Path(spec_path).with_suffix(".log")
+    with open(log, "w") as output:
+        process = subprocess.Popen([sys.executable, "-m", "grading.job", str(spec_path)], stdout=output,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
+                                   start_new_session=True)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            kill_uid(spec.uid)
+            return None, (f"grading took longer than {timeout} s and was stopped (an endless loop that ignores "
+                          "interrupts?); no test could be scored")
+    kill_uid(spec.uid)
+    result = load_result(spec.result)
+    if process.returncode == 0 and result is not None:
+        return result, None
+    detail = log.read_text().strip().splitlines()
+    return None, f"the grader's job failed (exit {process.returncode})" + (f": {detail[-1][:300]}" if detail else "")
+
+
+def failed_result(spec, tests, note):
+    return {"student": spec.student, "assignment": spec.assignment, "score": 0.0,
+            "max_score": sum(p for p, _ in tests.values()), "note": note, "fingerprint": spec.fingerprint,
+            "tests": {t: {"score": 0.0, "max_score": p, "fingerprint": f, "message": note} for t, (p, f) in tests.items()}}
+
+
+# -- The gradebook and the table -------------------------------------------------------------------------------------
+
+def result_path(out, student, assignment):
+    return Path(out) / "results" / student / f"{assignment}.json"
+
+
+def load_result(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None          # absent, or left by a grader that was killed: grade again
+
+
+def rows_of(results, problems):
+    rows = list(problems)
+    for r in results:
+        rows.append(Row(r["student"], r["assignment"], f"{r['assignment']}.ipynb", r["score"], r["max_score"], r["note"]))
+    return sorted(rows, key=lambda r: (r.student, r.assignment))
 
 
 def write_table(rows, path):
     "Write the grade table atomically: a reader never sees half a file."
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(COLUMNS)
         for row in sorted(rows, key=lambda r: (r.student, r.assignment)):
             writer.writerow(row.values())
-    tmp.replace(path)
+    os.replace(tmp, path)
 
 
-def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, progress=None):
-    "Grade every submission; write out/grades.csv and out/feedback/. Return the table's rows."
+def write_gradebook(results, problems, path):
+    book = {}
+    for r in results:
+        book.setdefault(r["student"], {})[r["assignment"]] = {
+            "score": r["score"], "max_score": r["max_score"], "note": r["note"],
+            "tests": {t: {"score": v["score"], "max_score": v["max_score"], "message": v["message"]}
+                      for t, v in r["tests"].items()}}
+    for p in problems:
+        book.setdefault(p.student, {})[p.assignment or p.notebook] = {"score": 0, "max_score": 0, "note": p.note}
+    write_atomic(path, json.dumps(book, indent=1, sort_keys=True))
+
+
+def plot_distribution(rows, path):
+    "A histogram of each student's total, as a percentage of the points they could get; PNG, written atomically."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    totals = {}
+    for r in rows:
+        score, most = totals.get(r.student, (0.0, 0.0))
+        totals[r.student] = (score + r.score, most + r.max_score)
+    percent = [100 * s / m if m else 0.0 for s, m in totals.values()]
+    figure, ax = plt.subplots(figsize=(6, 3.5))
+    ax.hist(percent, bins=list(range(0, 101, 10)), color="#4a7bd0", edgecolor="white")
+    ax.set_xlabel("total score (% of the points available)")
+    ax.set_ylabel("students")
+    ax.set_title(f"Grade distribution ({len(percent)} students)")
+    figure.tight_layout()
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp.png")
+    figure.savefig(tmp, dpi=100)
+    plt.close(figure)
+    os.replace(tmp, path)
+
+
+# -- The command -----------------------------------------------------------------------------------------------------
+
+def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=None, progress=None,
+              notebook_timeout=NOTEBOOK_TIMEOUT, memory_mb=4096, log=None):
+    "Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/."
+    log = log or (lambda message: None)
+    notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
     notebooks = course_notebooks(notebooks_dir)
     check_sources(notebooks)
-    known = {stem: {nbgrader_meta(c).get("grade_id") for c in read_notebook(p).cells} for stem, p in notebooks.items()}
+    instructor = {stem: read_notebook(p) for stem, p in notebooks.items()}
+    known = {stem: {nbgrader_meta(c).get("grade_id") for c in nb.cells} for stem, nb in instructor.items()}
     found, problems = find_submissions(submissions, known)
-    out = Path(out)
+    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    rows = list(problems)
+    state = out / ".grading"
     if found:
-        root = out / "nbgrader-course"
-        course = Course(root, **({"cell_timeout": cell_timeout} if cell_timeout else {}))
-        course.add_assignments(notebooks)
-        reference = reference_package(notebooks, root)
-        modules = {stem: module_file(path) for stem, path in notebooks.items()}
-        for student, assignment, path in (progress or (lambda x, **k: x))(found, desc="grading", unit="notebook"):
-            package = student_package(reference, modules[assignment], path, root / "env" / student / assignment)
-            rows.append(grade_one(course, out, student, assignment, path, package))
-    write_table(rows, out / "grades.csv")
+        prepare(notebooks, state)
+    modules = {stem: module_of(nb) for stem, nb in instructor.items()}
+    order = list(notebooks)
+    tests = {stem: test_cells(nb) for stem, nb in instructor.items()}
+    setup = {stem: setup_fingerprint(nb) for stem, nb in instructor.items()}
+    hide = hidden_paths(out, submissions, notebooks_dir)
+    done, todo = {}, []
+    for student, assignment, path in found:
+        fingerprint = {"submission": file_fingerprint(path), "setup": setup[assignment]}
+        previous = load_result(result_path(out, student, assignment))
+        action = plan(previous, fingerprint, tests[assignment])
+        if action == "skip":
+            done[(student, assignment)] = previous
+        else:
+            todo.append((student, assignment, path, fingerprint, previous if action == "tests" else None))
+    if done:
+        log(f"{len(done)} submissions already graded (unchanged since): kept")
+    results_lock = threading.Lock()
+
+    def publish():
+        with results_lock:
+            results = [done[k] for k in sorted(done)]
+            rows = rows_of(results, problems)
+            write_gradebook(results, problems, out / "gradebook.json")
+            write_table(rows, out / "grades.csv")
+        return rows
+
+    publish()
+    if todo:
+        scratch = make_scratch()
+        slots = queue.Queue()
+        for k in range(max(1, workers or os.cpu_count() or 1)):
+            slots.put(k)
+            kill_uid(SLOT_UID + k if isolation() == "full" else None)     # leftovers of a killed run
+
+        def grade(item):
+            student, assignment, path, fingerprint, previous = item
+            index = order.index(assignment)
+            spec = Spec(student=student, assignment=assignment, submitted=str(Path(path).resolve()),
+                        instructor=str(notebooks[assignment].resolve()),
+                        released=str(state / "master" / "release" / assignment / f"{assignment}.ipynb"),
+                        master=str(state / "master"), reference=str(state / "reference"),
+                        module_file=modules[assignment].replace(".", "/") + ".py", module=modules[assignment],
+                        earlier_modules=[modules[s] for s in order[:index] if modules[s]],
+                        scratch=str(scratch), result=str(state / "jobs" / f"{student}__{assignment}.json"),
+                        feedback=str(out / "feedback" / student / f"{assignment}.html"),
+                        kernelspec=str(state / "jupyter"), cell_timeout=cell_timeout or CELL_TIMEOUT,
+                        memory_mb=memory_mb, hide=hide, fingerprint=fingerprint)
+            slot = slots.get()
+            try:
+                result = run_job(spec, state / "jobs" / f"{student}__{assignment}.spec.json", slot, notebook_timeout)
+            finally:
+                slots.put(slot)
+            result, failure = result
+            if failure is not None:
+                result = failed_result(spec, tests[assignment], failure)
+            if previous is not None:
+                result = merge(previous, result, tests[assignment])
+                log(f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
+                    "other tests kept their scores")
+            write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
+            with results_lock:
+                done[(student, assignment)] = result
+            publish()
+
+        (state / "jobs").mkdir(parents=True, exist_ok=True)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max(1, workers or os.cpu_count() or 1)) as pool:
+                futures = [pool.submit(grade, item) for item in todo]
+                waiting = concurrent.futures.as_completed(futures)
+                for future in (progress or (lambda x, **k: x))(waiting, total=len(futures), desc="grading",
+                                                                unit="notebook"):
+                    future.result()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    rows = publish()
+    if rows:
+        plot_distribution(rows, out / "distribution.png")
     return rows
-
-
-def grade_one(course, out, student, assignment, path, package):
-    row = Row(student, assignment, f"{assignment}.ipynb")
-    try:
-        course.submit(student, assignment, path)
-        course.autograde(assignment, student, pythonpath=package)
-        _, (row.score, row.max_score) = course.scores(assignment, student)
-        html = course.feedback(assignment, student)
-        target = out / "feedback" / student / f"{assignment}.html"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(html, target)
-    except GradingError as error:
-        row.note = str(error)
-    return row

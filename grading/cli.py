@@ -54,12 +54,21 @@ def _progress():
 
 def cmd_autograde(args):
     from .autograde import autograde
-    rows = autograde(args.submissions, args.out, cell_timeout=args.cell_timeout, progress=_progress())
+    from .sandbox import isolation
+    if isolation() != "full":
+        print("warning: not running as root, so submissions run with your permissions: memory, CPU and file-size "
+              "limits apply, but a submission could read or write your files. Grade as root (in a container) "
+              "for full isolation; see grading/README.md.", file=sys.stderr)
+    rows = autograde(args.submissions, args.out, cell_timeout=args.cell_timeout, workers=args.workers,
+                     notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb, progress=_progress(),
+                     log=print)
     print_table(rows)
     failed = [r for r in rows if r.note]
     for r in failed:
         print(f"error: {r.student}/{r.assignment}: {r.note}", file=sys.stderr)
-    print(f"grade table: {Path(args.out) / 'grades.csv'}; feedback: {Path(args.out) / 'feedback'}")
+    out = Path(args.out)
+    print(f"grade table: {out / 'grades.csv'}; gradebook: {out / 'gradebook.json'}; "
+          f"distribution: {out / 'distribution.png'}; feedback: {out / 'feedback'}")
     return 1 if failed else 0
 
 
@@ -112,6 +121,10 @@ def parser():
     p.add_argument("submissions", help="folder with one folder per student")
     p.add_argument("--out", required=True, help="folder for grades.csv and feedback/")
     p.add_argument("--cell-timeout", type=int, default=None, help="seconds one cell may run (default 120)")
+    p.add_argument("--notebook-timeout", type=int, default=900,
+                   help="seconds one submission may take in all, both runs (default 900)")
+    p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
+    p.add_argument("--memory-mb", type=int, default=4096, help="memory one student process may use (default 4096)")
     p.set_defaults(run=cmd_autograde)
     p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")
     p.add_argument("notebook", help="path to the .ipynb")

@@ -26,11 +26,17 @@ def kernel_environment(pythonpath):
         os.environ.update(before)
 
 
-def config(root, cell_timeout=CELL_TIMEOUT):
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import GetGrades
+def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
+    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades, IgnorePattern,
+                                        LimitOutput, SaveAutoGrades)
     from .feedback import HideHiddenTests
     c = Config()
+    if sandboxed:       # nbgrader's list, with our Execute: the kernel runs in grading.sandbox, output is capped
+        from .execute import KERNEL_NAME, SandboxedExecute
+        c.Execute.kernel_name = KERNEL_NAME
+        c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                               SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.db_url = f"sqlite:///{Path(root) / 'gradebook.db'}"
     c.ExecutePreprocessor.timeout = cell_timeout
@@ -42,10 +48,10 @@ def config(root, cell_timeout=CELL_TIMEOUT):
 class Course:
     "An nbgrader course folder: source/<assignment>/<assignment>.ipynb, the gradebook, submitted/, autograded/."
 
-    def __init__(self, root, cell_timeout=CELL_TIMEOUT):
+    def __init__(self, root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self._config = config(self.root, cell_timeout)
+        self._config = config(self.root, cell_timeout, sandboxed)
         self._api = None
 
     @property

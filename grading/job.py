@@ -1,0 +1,371 @@
+"""Grade one submission (one student, one notebook) in a process of its own: `python -m grading.job SPEC.json`.
+
+The orchestrator (grading.autograde) starts one such process per submission, several at a time, and kills it if it
+outlives its time limit. What it does, in a fresh scratch folder:
+
+1. exports the student's exercise cells, inside the instructor's given code, into a package of their own;
+2. runs the notebook with nbgrader in the sandboxed kernel, for the feedback the student reads;
+3. runs the clean room (grading.cleanroom), whose verdicts are the score;
+4. writes the feedback and the result (a JSON file, written to a temporary name and renamed).
+"""
+import contextlib
+import copy
+import hashlib
+import json
+import os
+import re
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .cleanroom import plan_cells
+from .errors import GradingError
+from .notebooks import nbgrader_meta, read_notebook, write_notebook
+from .sandbox import ENV as SANDBOX_ENV, Limits, isolation
+
+
+@dataclass
+class Spec:
+    student: str
+    assignment: str
+    submitted: str            # the student's notebook
+    instructor: str           # the instructor's notebook (solutions and hidden tests)
+    released: str             # the student version (stubs), for exercise cells a student deleted
+    master: str               # the nbgrader course with the gradebook made by generate_assignment
+    reference: str            # folder holding the reference tinytorch/ and settings.ini
+    module_file: str          # e.g. tinytorch/core/elementwise.py
+    module: str               # e.g. tinytorch.core.elementwise
+    earlier_modules: list     # reference modules of the notebooks before this one
+    scratch: str              # where the job makes its folder
+    result: str               # where the result JSON goes
+    feedback: str             # where the feedback HTML goes
+    kernelspec: str           # folder with kernels/tinytorch-sandbox
+    cell_timeout: int = 120
+    uid: int | None = None
+    memory_mb: int = 4096
+    hide: list = field(default_factory=list)
+    fingerprint: dict = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path):
+        return cls(**json.loads(Path(path).read_text()))
+
+    def save(self, path):
+        write_atomic(path, json.dumps(asdict(self), indent=1))
+
+
+def write_atomic(path, text):
+    "Write a file so that a reader (or a restart after a kill) sees the old file or the new one, never half of one."
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def digest(text):
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# -- 1. The student's package ----------------------------------------------------------------------------------------
+
+def restored_notebook(instructor, submitted, released):
+    """The instructor's notebook with the student's exercise cells put in: given code, setup and tests are the
+    instructor's whatever the student did to them; an exercise cell the student deleted is the release's stub."""
+    answers = {nbgrader_meta(c).get("grade_id"): c.source for c in released.cells if nbgrader_meta(c).get("solution")}
+    answers.update({nbgrader_meta(c).get("grade_id"): c.source for c in submitted.cells
+                    if nbgrader_meta(c).get("solution") and nbgrader_meta(c).get("grade_id") in answers})
+    nb = copy.deepcopy(instructor)
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("solution"):
+            cell.source = answers.get(meta.get("grade_id"), cell.source)
+    return nb
+
+
+def build_package(spec, nb, target):
+    "Reference modules of every other notebook, plus this notebook's module exported from `nb` (the answer removed)."
+    from .release import export_package
+    shutil.copytree(Path(spec.reference) / "tinytorch", target / "tinytorch")
+    shutil.copyfile(Path(spec.reference) / "settings.ini", target / "settings.ini")
+    (target / spec.module_file).unlink(missing_ok=True)
+    write_notebook(nb, target / "nbs" / f"{spec.assignment}.ipynb")
+    try:
+        export_package(target)
+    finally:
+        shutil.rmtree(target / "nbs")            # it holds the hidden tests
+    if not (target / spec.module_file).exists():
+        raise GradingError(f"the notebook exported no {spec.module_file}: is its '#| default_exp' cell intact?")
+
+
+# -- 2. nbgrader, for the feedback -----------------------------------------------------------------------------------
+
+def nbgrader_run(spec, course_root, package):
+    from .course import Course
+    course = Course(course_root, cell_timeout=spec.cell_timeout, sandboxed=True)
+    course.submit(spec.student, spec.assignment, Path(spec.submitted))
+    hide = spec.hide + [str(course_root / "source"), str(course_root / "gradebook.db")]
+    with patched_environ(sandbox_env(spec, hide, package)):
+        course.autograde(spec.assignment, spec.student, pythonpath=package)
+    tests, _ = course.scores(spec.assignment, spec.student)
+    return course, tests
+
+
+def sandbox_env(spec, hide, pythonpath):
+    "Environment for processes started inside: the sandbox's limits and hidden paths, and where tinytorch is."
+    limits = Limits(memory_mb=spec.memory_mb, cpu_seconds=max(600, 20 * spec.cell_timeout), uid=spec.uid, hide=hide)
+    return {SANDBOX_ENV: limits.to_env(), "JUPYTER_PATH": spec.kernelspec, "PYTHONPATH": str(pythonpath),
+            "TINYTORCH_QUIET": "1"}
+
+
+@contextlib.contextmanager
+def patched_environ(values):
+    "Kernels started inside inherit `values`; the environment is restored after."
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+# -- 3. The clean room -----------------------------------------------------------------------------------------------
+
+def clean_room(spec, cells, package, workdir, hide, deadline):
+    "Run the instructor's cells against the student's module in the sandbox; return {test id: (passed, message)}."
+    runner = workdir / "runner"
+    runner.mkdir()
+    shutil.copyfile(Path(__file__).with_name("cleanroom.py"), runner / "cleanroom.py")
+    (workdir / "cwd").mkdir()
+    child_in, to_child = os.pipe()          # (read end, write end)
+    from_child, child_out = os.pipe()
+    env = dict(os.environ, MPLBACKEND="Agg", **sandbox_env(spec, hide, package))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "grading.sandbox", "--", sys.executable, str(runner / "cleanroom.py"),
+         str(child_in), str(child_out)],
+        pass_fds=(child_in, child_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=None if os.environ.get("TINYTORCH_DEBUG_CLEANROOM") else subprocess.DEVNULL,
+        env=env, cwd=workdir / "cwd", start_new_session=True)
+    os.close(child_in)
+    os.close(child_out)
+    results, import_note = {}, ""
+    reader = Reader(from_child)
+    try:
+        header = {"package": str(package), "cwd": str(workdir / "cwd"), "module": spec.module,
+                  "earlier_modules": spec.earlier_modules, "cell_timeout": spec.cell_timeout}
+        os.write(to_child, (json.dumps(header) + "\n").encode())
+        imported = reader.next(min(deadline, time.time() + spec.cell_timeout + 30))
+        import_note = describe_import(imported)
+        for cell in cells:
+            os.write(to_child, (json.dumps(cell) + "\n").encode())
+            record = reader.next(min(deadline, time.time() + spec.cell_timeout + 30))
+            if record is None:
+                results["__stopped__"] = reader.why(cell)
+                break
+            if record.get("kind") == "test":
+                results[record["id"]] = (record["passed"], record["message"])
+            elif record.get("changed"):
+                import_note = (import_note + "; " if import_note else "") + \
+                    f"while {record['id']} ran, your code replaced {', '.join(record['changed'][:3])} (put back)"
+        os.write(to_child, b'{"event": "end"}\n')
+    except (BrokenPipeError, OSError):
+        results.setdefault("__stopped__", "the clean-room process ended early (os._exit, a crash or a limit)")
+    finally:
+        os.close(to_child)
+        stop(process)
+        reader.close()
+    return results, import_note
+
+
+def describe_import(record):
+    if record is None:
+        return "your module did not finish importing (an endless loop, os._exit or a crash at import time)"
+    if record.get("error"):
+        return f"your module could not be imported: {record['error']}"
+    if record.get("changed"):
+        return f"on import your code replaced {', '.join(record['changed'][:3])}: put back before the tests ran"
+    return ""
+
+
+class Reader:
+    "JSON lines from the child, each awaited no longer than a deadline."
+
+    def __init__(self, fd):
+        self.fd, self.buffer, self.eof = fd, b"", False
+
+    def next(self, deadline):
+        while b"\n" not in self.buffer:
+            if self.eof:
+                return None
+            ready, _, _ = select.select([self.fd], [], [], max(0.0, deadline - time.time()))
+            if not ready:
+                self.timed_out = True
+                return None
+            chunk = os.read(self.fd, 65536)
+            self.eof = not chunk
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            return None
+
+    def why(self, cell):
+        if getattr(self, "timed_out", False):
+            return f"stopped: {cell['id']} did not finish in time (an endless loop that ignores interrupts?)"
+        return f"stopped: the process ended while running {cell['id']} (os._exit, a crash, or a memory or CPU limit)"
+
+    def close(self):
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def stop(process):
+    "End the process and everything it started."
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def kill_uid(uid):
+    "As root: end every process left running under the grading slot's user id (a kernel's children, say)."
+    if uid is None or os.geteuid() != 0:
+        return
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        match = re.search(r"^Uid:\s+(\d+)", text, re.MULTILINE)
+        if match and int(match[1]) == uid:
+            try:
+                os.kill(int(status.parent.name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+# -- 4. Putting it together ------------------------------------------------------------------------------------------
+
+def test_cells(instructor):
+    "{test id: (points, fingerprint of its source)} for every graded test cell."
+    return {nbgrader_meta(c)["grade_id"]: (float(nbgrader_meta(c).get("points", 0)), digest(c.source))
+            for c in instructor.cells if nbgrader_meta(c).get("grade")}
+
+
+def grade(spec):
+    instructor = read_notebook(spec.instructor)
+    submitted = read_notebook(spec.submitted)
+    released = read_notebook(spec.released)
+    tests = test_cells(instructor)
+    workdir = Path(spec.scratch) / secrets.token_hex(16)
+    workdir.mkdir(mode=0o700)
+    if spec.uid is not None and os.geteuid() == 0:
+        os.chown(workdir, spec.uid, spec.uid)
+    deadline = time.time() + spec.cell_timeout * max(4, len(instructor.cells))
+    try:
+        package = workdir / "env"
+        restored = restored_notebook(instructor, submitted, released)
+        build_package(spec, restored, package)
+        shutil.copytree(spec.master, workdir / "course", ignore=shutil.ignore_patterns("submitted", "autograded",
+                                                                                       "feedback", "release"))
+        notebook_note, nbgrader_tests, course = "", {}, None
+        try:
+            course, nbgrader_tests = nbgrader_run(spec, workdir / "course", package)
+        except GradingError as error:
+            notebook_note = f"nbgrader could not run the notebook ({error}); the score comes from the clean room"
+        finally:
+            kill_uid(spec.uid)
+        hide = spec.hide + [str(workdir / "course")]
+        answers = {nbgrader_meta(c)["grade_id"]: c.source for c in restored.cells if nbgrader_meta(c).get("solution")}
+        verdicts, import_note = clean_room(spec, plan_cells(instructor, answers), package, workdir, hide, deadline)
+        kill_uid(spec.uid)
+        result = score(spec, tests, verdicts, nbgrader_tests, [import_note, notebook_note])
+        if course is not None:
+            write_feedback(course, spec, result)
+    finally:
+        kill_uid(spec.uid)
+        shutil.rmtree(workdir, ignore_errors=True)
+    write_atomic(spec.result, json.dumps(result, indent=1))
+    return result
+
+
+def score(spec, tests, verdicts, nbgrader_tests, notes):
+    stopped = verdicts.get("__stopped__")
+    rows, disagreements = {}, []
+    for test_id, (points, fingerprint) in tests.items():
+        passed, message = verdicts.get(test_id, (False, stopped or "did not run"))
+        rows[test_id] = {"score": points if passed else 0.0, "max_score": points, "fingerprint": fingerprint,
+                         "message": message}
+        notebook_score = nbgrader_tests.get(test_id, (None,))[0]
+        if notebook_score and not passed:
+            disagreements.append(test_id)
+    notes = [n for n in notes if n]
+    if disagreements:
+        notes.append(f"{', '.join(disagreements)} passed in your notebook but not in the clean re-run of the "
+                     "instructor's cells (see the feedback)")
+    if stopped:
+        notes.append(stopped)
+    return {"student": spec.student, "assignment": spec.assignment, "tests": rows,
+            "score": sum(r["score"] for r in rows.values()), "max_score": sum(r["max_score"] for r in rows.values()),
+            "note": "; ".join(notes), "fingerprint": spec.fingerprint, "isolation": isolation(),
+            "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def write_feedback(course, spec, result):
+    "nbgrader's feedback HTML, with the authoritative scores of the clean room at the top."
+    import html
+    try:
+        page = Path(course.feedback(spec.assignment, spec.student)).read_text()
+    except GradingError:
+        return
+    lines = "".join(
+        f"<li>{'✔' if r['score'] == r['max_score'] else '✘'} <b>{html.escape(t)}</b> {r['score']:g}/{r['max_score']:g}"
+        + (f": {html.escape(r['message'])}" if r["message"] and r["score"] < r["max_score"] else "") + "</li>"
+        for t, r in result["tests"].items())
+    banner = (f'<div id="tinytorch-score" style="border:2px solid #444;padding:8px;margin:8px">'
+              f"<h2>{html.escape(spec.assignment)}: {result['score']:g} / {result['max_score']:g}</h2>"
+              f"<p>Scores come from a clean re-run of the instructor's cells with your exported code.</p>"
+              f"<ul>{lines}</ul>{'<p>' + html.escape(result['note']) + '</p>' if result['note'] else ''}</div>")
+    page = page.replace("<body>", "<body>" + banner, 1) if "<body>" in page else banner + page
+    write_atomic(spec.feedback, page)
+
+
+def die_with_parent():
+    "If the grader that started this job is killed, the job is killed too (Linux: PR_SET_PDEATHSIG)."
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def main(argv=None):
+    die_with_parent()
+    spec = Spec.load((argv or sys.argv[1:])[0])
+    try:
+        grade(spec)
+    except GradingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
