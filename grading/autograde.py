@@ -189,6 +189,11 @@ def run_job(spec, spec_path, slot, timeout):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             kill_uid(spec.uid)
+            scored = load_result(spec.result)        # the clean room finished: only the feedback is missing
+            if scored is not None:
+                scored["note"] = "; ".join(n for n in [scored["note"], f"the notebook run for the feedback took "
+                                                       f"longer than {timeout} s and was stopped"] if n)
+                return scored, None
             return None, (f"grading took longer than {timeout} s and was stopped (an endless loop that ignores "
                           "interrupts?); no test could be scored")
     kill_uid(spec.uid)
@@ -334,6 +339,7 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
                         scratch=str(scratch), result=str(state / "jobs" / f"{student}__{assignment}.json"),
                         feedback=str(out / "feedback" / student / f"{assignment}.html"),
                         kernelspec=str(state / "jupyter"), cell_timeout=cell_timeout or CELL_TIMEOUT,
+                        notebook_timeout=notebook_timeout,
                         memory_mb=memory_mb, hide=hide, fingerprint=fingerprint)
             slot = slots.get()
             try:

@@ -86,38 +86,41 @@ class Seal:
             return function, function.__code__, function.__defaults__, function.__kwdefaults__
         return None
 
-    def restore(self):
-        "Put every changed name back; return the names that had changed."
+    def restore(self, _vars=vars, _sorted=sorted, _set_of=set, _list=list, _isinstance=isinstance,
+                _function=types.FunctionType):
+        """Put every changed name back; return the names that had changed. The builtins it uses are bound here,
+        when the grader defines it, so a student who replaced them cannot stop it (builtins are restored first)."""
         changed = []
         for label, space, items, codes, strict in self.spaces:
-            current = vars(space)
+            current = space.__dict__
             for name, value in items.items():
                 if name not in current or current[name] is not value:
-                    changed.append(f"{label}.{name}")
+                    changed.append(label + "." + name)
                     _set(space, name, value)
                 code = codes[name]
                 if code is not None:
                     function, original, defaults, kwdefaults = code
-                    if (function.__code__, function.__defaults__, function.__kwdefaults__) != (original, defaults, kwdefaults):
-                        changed.append(f"{label}.{name} (its code)")
+                    if (function.__code__ is not original or function.__defaults__ is not defaults
+                            or function.__kwdefaults__ is not kwdefaults):
+                        changed.append(label + "." + name + " (its code)")
                         function.__code__, function.__defaults__, function.__kwdefaults__ = original, defaults, kwdefaults
             if strict:
-                for name in [n for n in list(current) if n not in items]:
-                    changed.append(f"{label}.{name} (added)")
+                for name in [n for n in _list(current) if n not in items]:
+                    changed.append(label + "." + name + " (added)")
                     _del(space, name)
-        return sorted(set(changed))
+        return _sorted(_set_of(changed))
 
 
-def _set(space, name, value):
-    if isinstance(space, dict):
-        space[name] = value
+def _set(space, name, value, _setattr=setattr, _type=type):
+    if _type(space).__name__ == "module":
+        space.__dict__[name] = value
     else:
-        setattr(space, name, value)
+        _setattr(space, name, value)
 
 
-def _del(space, name):
+def _del(space, name, _delattr=delattr):
     try:
-        delattr(space, name)
+        _delattr(space, name)
     except (AttributeError, TypeError):
         pass
 
@@ -199,48 +202,69 @@ def import_student_module(plan, seal):
         seal.add_module_tree(importlib.import_module(name))
     if "tinytorch.core.autograd" in plan["earlier_modules"]:
         sys.modules["tinytorch.core.autograd"].enable_autograd()
+        seal.forget("tinytorch.core.tensor")
         seal.add_module_tree(sys.modules["tinytorch.core.tensor"])   # Tensor as patched: sealed from here on
     namespace = {"__name__": "__main__", "__builtins__": builtins}
-    error = None
+    error = module = None
     try:
         signal.alarm(plan["cell_timeout"])
         module = importlib.import_module(plan["module"])
-        signal.alarm(0)
-        namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     except BaseException as exc:          # noqa: BLE001  (the student's module may raise anything)
+        error = exc
+    finally:
         signal.alarm(0)
-        error = describe(exc)
-    changed = seal.restore()
-    if error is None and "tinytorch.core.autograd" not in plan["earlier_modules"]:
+    changed = seal.restore()              # first: the student's code may have replaced the builtins used below
+    if error is not None:
+        error = describe(error)
+        namespace.update(cell_by_cell(plan, seal))
+        changed += seal.restore()
+    else:
+        namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    if "tinytorch.core.autograd" not in plan["earlier_modules"]:
         try:                              # what tinytorch/__init__.py does; it patches Tensor, so seal Tensor again
             importlib.import_module("tinytorch.core.autograd").enable_autograd()
             seal.forget("tinytorch.core.tensor")
             seal.add_module_tree(sys.modules["tinytorch.core.tensor"])
         except BaseException as exc:      # noqa: BLE001
-            error = f"importing tinytorch failed: {describe(exc)}"
+            error = error or f"importing tinytorch failed: {describe(exc)}"
         changed += seal.restore()
     return namespace, error, changed
 
 
-def run_cell(cell, namespace, seal, names, timeout, import_error):
+def cell_by_cell(plan, seal):
+    """When the module does not import (a syntax error in one exercise, say), run its cells one by one, as the
+    notebook does, so that one broken cell costs only the tests that need it."""
+    module = types.ModuleType(plan["module"])
+    module.__dict__["__builtins__"] = builtins
+    sys.modules[plan["module"]] = module
+    for source in plan["exported"]:
+        try:
+            signal.alarm(plan["cell_timeout"])
+            exec(compile(source, f"<{plan['module']}>", "exec"), module.__dict__)
+        except BaseException:             # noqa: BLE001
+            pass
+        finally:
+            signal.alarm(0)
+    return {k: v for k, v in vars(module).items() if not k.startswith("__")}
+
+
+def run_cell(cell, namespace, seal, names, timeout):
     "Run one cell; return its result record. Sealed names that changed are put back first."
-    message, passed = "", True
+    failure = None
     try:
         signal.alarm(timeout)
-        if import_error is not None:
-            raise ImportError(f"your module could not be imported: {import_error}")
         exec(compile(cell["source"], f"<{cell['id']}>", "exec"), namespace)
-    except CellTimeout:
-        passed, message = False, f"took longer than {timeout} s"
     except BaseException as exc:          # noqa: BLE001  (SystemExit, KeyboardInterrupt from the student too)
-        passed, message = False, describe(exc)
+        failure = exc
     finally:
         signal.alarm(0)
     changed = seal.restore() + names.restore(namespace, assigned_names(cell["source"]))
     if cell["kind"] != "test":
         names.refresh(namespace)
+    message = "" if failure is None else \
+        f"took longer than {timeout} s" if isinstance(failure, CellTimeout) else describe(failure)
+    passed = failure is None and not (changed and cell["kind"] == "test")
     if changed and cell["kind"] == "test":
-        passed = False
         message = (f"while this test ran, your code replaced {', '.join(changed[:5])}{' …' if len(changed) > 5 else ''};"
                    " they were put back, and the test cannot count." + (f" (It also failed: {message})" if message else ""))
     return {"event": "cell", "id": cell["id"], "kind": cell["kind"], "passed": passed, "message": message,
@@ -270,7 +294,7 @@ def main(argv=None):
         cell = json.loads(line)
         if cell.get("event") == "end":
             break
-        send(run_cell(cell, namespace, seal, names, plan["cell_timeout"], error))
+        send(run_cell(cell, namespace, seal, names, plan["cell_timeout"]))
     return 0
 
 

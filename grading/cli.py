@@ -59,7 +59,8 @@ def cmd_autograde(args):
         print("warning: not running as root, so submissions run with your permissions: memory, CPU and file-size "
               "limits apply, but a submission could read or write your files. Grade as root (in a container) "
               "for full isolation; see grading/README.md.", file=sys.stderr)
-    rows = autograde(args.submissions, args.out, cell_timeout=args.cell_timeout, workers=args.workers,
+    rows = autograde(args.submissions, args.out, notebooks_dir=args.notebooks, cell_timeout=args.cell_timeout,
+                     workers=args.workers,
                      notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb, progress=_progress(),
                      log=print)
     print_table(rows)
@@ -105,6 +106,26 @@ def cmd_demo(args):
     return 1 if any(r.note for r in rows) else 0
 
 
+def cmd_class(args):
+    from .autograde import autograde
+    from .classroom import compare, make_class
+    from .release import release
+    out = Path(args.out)
+    print(f"1/3 releasing the student kit into {out / 'kit'}")
+    release(out / "kit")
+    print(f"2/3 generating 30 submissions (good, partial, broken, cheating) in {out / 'submissions'}")
+    expected = make_class(out / "kit", out / "submissions", grades=out / "grades")
+    print(f"3/3 autograding into {out / 'grades'}")
+    rows = autograde(out / "submissions", out / "grades", cell_timeout=args.cell_timeout, workers=args.workers,
+                     notebook_timeout=args.notebook_timeout, progress=_progress(), log=print)
+    print_table(rows)
+    wrong = compare(rows, expected)
+    for student, want, got in wrong:
+        print(f"error: {student}: expected {want}, got {got}", file=sys.stderr)
+    print(f"{len(expected) - len(wrong)} of {len(expected)} submissions got the expected score")
+    return 1 if wrong else 0
+
+
 def parser():
     top = argparse.ArgumentParser(prog="python -m grading", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -124,11 +145,19 @@ def parser():
     p.add_argument("--notebook-timeout", type=int, default=900,
                    help="seconds one submission may take in all, both runs (default 900)")
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
+    p.add_argument("--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)")
     p.add_argument("--memory-mb", type=int, default=4096, help="memory one student process may use (default 4096)")
     p.set_defaults(run=cmd_autograde)
     p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")
     p.add_argument("notebook", help="path to the .ipynb")
     p.set_defaults(run=cmd_check)
+    p = sub.add_parser("class", help="grade a generated class of 30 (good, partial, broken, cheating) and check "
+                                      "each score")
+    p.add_argument("--out", default="class-output", help="folder for everything it makes (default class-output)")
+    p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
+    p.add_argument("--cell-timeout", type=int, default=10, help="seconds one cell may run (default 10)")
+    p.add_argument("--notebook-timeout", type=int, default=120, help="seconds one submission may take (default 120)")
+    p.set_defaults(run=cmd_class)
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")
     p.add_argument("--out", default="demo-output", help="folder for everything it makes (default demo-output)")
     p.set_defaults(run=cmd_demo)
@@ -141,6 +170,12 @@ def main(argv=None):
         return args.run(args)
     except GradingError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith("grading."):
+            raise
+        print(f"error: '{args.command}' is an instructor's command and is not part of the student kit; "
+              "use check and export here.", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .cleanroom import plan_cells
+from .cleanroom import is_export, plan_cells
 from .errors import GradingError
 from .notebooks import nbgrader_meta, read_notebook, write_notebook
 from .sandbox import ENV as SANDBOX_ENV, Limits, isolation
@@ -47,6 +47,7 @@ class Spec:
     feedback: str             # where the feedback HTML goes
     kernelspec: str           # folder with kernels/tinytorch-sandbox
     cell_timeout: int = 120
+    notebook_timeout: int = 900
     uid: int | None = None
     memory_mb: int = 4096
     hide: list = field(default_factory=list)
@@ -98,6 +99,11 @@ def build_package(spec, nb, target):
     write_notebook(nb, target / "nbs" / f"{spec.assignment}.ipynb")
     try:
         export_package(target)
+    except GradingError:
+        # nbdev cannot parse a cell with a syntax error; a module of the raw cells fails to import in the same way,
+        # and the clean room then runs the cells one by one
+        exported = [c.source for c in nb.cells if c.cell_type == "code" and is_export(c.source)]
+        (target / spec.module_file).write_text("\n\n".join(exported) + "\n")
     finally:
         shutil.rmtree(target / "nbs")            # it holds the hidden tests
     if not (target / spec.module_file).exists():
@@ -111,15 +117,16 @@ def nbgrader_run(spec, course_root, package):
     course = Course(course_root, cell_timeout=spec.cell_timeout, sandboxed=True)
     course.submit(spec.student, spec.assignment, Path(spec.submitted))
     hide = spec.hide + [str(course_root / "source"), str(course_root / "gradebook.db")]
-    with patched_environ(sandbox_env(spec, hide, package)):
+    with patched_environ(sandbox_env(spec, hide, package, course_root.parent / "home-kernel")):
         course.autograde(spec.assignment, spec.student, pythonpath=package)
     tests, _ = course.scores(spec.assignment, spec.student)
     return course, tests
 
 
-def sandbox_env(spec, hide, pythonpath):
+def sandbox_env(spec, hide, pythonpath, home):
     "Environment for processes started inside: the sandbox's limits and hidden paths, and where tinytorch is."
-    limits = Limits(memory_mb=spec.memory_mb, cpu_seconds=max(600, 20 * spec.cell_timeout), uid=spec.uid, hide=hide)
+    limits = Limits(memory_mb=spec.memory_mb, cpu_seconds=max(600, 20 * spec.cell_timeout), uid=spec.uid, hide=hide,
+                    home=str(home))
     return {SANDBOX_ENV: limits.to_env(), "JUPYTER_PATH": spec.kernelspec, "PYTHONPATH": str(pythonpath),
             "TINYTORCH_QUIET": "1"}
 
@@ -141,57 +148,102 @@ def patched_environ(values):
 
 # -- 3. The clean room -----------------------------------------------------------------------------------------------
 
-def clean_room(spec, cells, package, workdir, hide, deadline):
-    "Run the instructor's cells against the student's module in the sandbox; return {test id: (passed, message)}."
+GRACE = 5             # seconds, beyond the cell timeout, that the grader waits for a cell's result
+RESTARTS = 5          # times the clean room is started again after a crash or a hang
+
+
+class Room:
+    "One clean-room process, fed one cell at a time."
+
+    def __init__(self, spec, workdir, env, header):
+        child_in, self.to_child = os.pipe()          # (read end, write end)
+        from_child, child_out = os.pipe()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "grading.sandbox", "--", sys.executable, str(workdir / "runner" / "cleanroom.py"),
+             str(child_in), str(child_out)],
+            pass_fds=(child_in, child_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=None if os.environ.get("TINYTORCH_DEBUG_CLEANROOM") else subprocess.DEVNULL,
+            env=env, cwd=workdir / "cwd", start_new_session=True)
+        os.close(child_in)
+        os.close(child_out)
+        self.reader = Reader(from_child)
+        self.timeout = spec.cell_timeout + GRACE
+        self.imported = self.send(header, self.timeout + 30)
+
+    def send(self, message, timeout=None):
+        "Send a cell (or the header); return the result record, or None when the process died or hung."
+        try:
+            os.write(self.to_child, (json.dumps(message) + "\n").encode())
+        except OSError:
+            return None
+        return self.reader.next(time.time() + (timeout or self.timeout))
+
+    def close(self):
+        try:
+            os.write(self.to_child, b'{"event": "end"}\n')
+        except OSError:
+            pass
+        os.close(self.to_child)
+        stop(self.process)
+        self.reader.close()
+
+
+def clean_room(spec, cells, package, workdir, hide, deadline, exported):
+    """Run the instructor's cells against the student's module in the sandbox; return ({test id: (passed, message)},
+    notes). A crash or a hang fails the cell that caused it; a new process then replays the setup and goes on."""
     runner = workdir / "runner"
     runner.mkdir()
     shutil.copyfile(Path(__file__).with_name("cleanroom.py"), runner / "cleanroom.py")
     (workdir / "cwd").mkdir()
-    child_in, to_child = os.pipe()          # (read end, write end)
-    from_child, child_out = os.pipe()
-    env = dict(os.environ, MPLBACKEND="Agg", **sandbox_env(spec, hide, package))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "grading.sandbox", "--", sys.executable, str(runner / "cleanroom.py"),
-         str(child_in), str(child_out)],
-        pass_fds=(child_in, child_out), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=None if os.environ.get("TINYTORCH_DEBUG_CLEANROOM") else subprocess.DEVNULL,
-        env=env, cwd=workdir / "cwd", start_new_session=True)
-    os.close(child_in)
-    os.close(child_out)
-    results, import_note = {}, ""
-    reader = Reader(from_child)
+    env = dict(os.environ, MPLBACKEND="Agg", **sandbox_env(spec, hide, package, workdir / "home-clean"))
+    header = {"package": str(package), "cwd": str(workdir / "cwd"), "module": spec.module, "exported": exported,
+              "earlier_modules": spec.earlier_modules, "cell_timeout": spec.cell_timeout}
+    results, notes, room, restarts, position = {}, [], None, 0, 0
     try:
-        header = {"package": str(package), "cwd": str(workdir / "cwd"), "module": spec.module,
-                  "earlier_modules": spec.earlier_modules, "cell_timeout": spec.cell_timeout}
-        os.write(to_child, (json.dumps(header) + "\n").encode())
-        imported = reader.next(min(deadline, time.time() + spec.cell_timeout + 30))
-        import_note = describe_import(imported)
-        for cell in cells:
-            os.write(to_child, (json.dumps(cell) + "\n").encode())
-            record = reader.next(min(deadline, time.time() + spec.cell_timeout + 30))
-            if record is None:
-                results["__stopped__"] = reader.why(cell)
+        while position < len(cells):
+            cell = cells[position]
+            if time.time() > deadline or restarts > RESTARTS:
+                why = "not run: the time limit for this notebook was reached" if time.time() > deadline else \
+                    f"not run: the code crashed or hung {restarts} times"
+                results.update({c["id"]: (False, why) for c in cells[position:] if c["kind"] == "test"})
+                notes.append(why)
                 break
-            if record.get("kind") == "test":
+            if room is None:
+                room = Room(spec, workdir, env, header)
+                if restarts == 0:
+                    notes.append(describe_import(room.imported))
+                replayed = [room.send(c) for c in cells[:position] if c["kind"] != "test"]
+                if room.imported is None or None in replayed:
+                    restarts += 1
+                    room.close()
+                    room = None
+                    continue
+            record = room.send(cell)
+            if record is None:
+                why = room.reader.why(cell)
+                if cell["kind"] == "test":
+                    results[cell["id"]] = (False, why)
+                notes.append(why)
+                room.close()
+                room, restarts = None, restarts + 1
+            elif record.get("kind") == "test":
                 results[record["id"]] = (record["passed"], record["message"])
             elif record.get("changed"):
-                import_note = (import_note + "; " if import_note else "") + \
-                    f"while {record['id']} ran, your code replaced {', '.join(record['changed'][:3])} (put back)"
-        os.write(to_child, b'{"event": "end"}\n')
-    except (BrokenPipeError, OSError):
-        results.setdefault("__stopped__", "the clean-room process ended early (os._exit, a crash or a limit)")
+                notes.append(f"while {record['id']} ran, your code replaced {', '.join(record['changed'][:3])} "
+                             "(put back)")
+            position += 1
     finally:
-        os.close(to_child)
-        stop(process)
-        reader.close()
-    return results, import_note
+        if room is not None:
+            room.close()
+    return results, "; ".join(n for n in notes if n)
 
 
 def describe_import(record):
     if record is None:
         return "your module did not finish importing (an endless loop, os._exit or a crash at import time)"
     if record.get("error"):
-        return f"your module could not be imported: {record['error']}"
+        return (f"your module could not be imported ({record['error']}); each of your exercise cells was run on its "
+                "own instead, as in the notebook")
     if record.get("changed"):
         return f"on import your code replaced {', '.join(record['changed'][:3])}: put back before the tests ran"
     return ""
@@ -222,8 +274,8 @@ class Reader:
 
     def why(self, cell):
         if getattr(self, "timed_out", False):
-            return f"stopped: {cell['id']} did not finish in time (an endless loop that ignores interrupts?)"
-        return f"stopped: the process ended while running {cell['id']} (os._exit, a crash, or a memory or CPU limit)"
+            return f"{cell['id']} did not finish in time (an endless loop that ignores interrupts?)"
+        return f"the process ended while {cell['id']} ran (os._exit, a crash, or a memory or CPU limit)"
 
     def close(self):
         try:
@@ -277,26 +329,30 @@ def grade(spec):
     workdir = Path(spec.scratch) / secrets.token_hex(16)
     workdir.mkdir(mode=0o700)
     if spec.uid is not None and os.geteuid() == 0:
-        os.chown(workdir, spec.uid, spec.uid)
-    deadline = time.time() + spec.cell_timeout * max(4, len(instructor.cells))
+        os.chown(workdir, spec.uid, spec.uid)     # the student's user may read and enter it, nobody else: not even
+        workdir.chmod(0o500)                      # that user may write in it (root still can)
+    deadline = time.time() + spec.notebook_timeout / 2
     try:
         package = workdir / "env"
         restored = restored_notebook(instructor, submitted, released)
         build_package(spec, restored, package)
+        answers = {nbgrader_meta(c)["grade_id"]: c.source for c in restored.cells if nbgrader_meta(c).get("solution")}
+        exported = [c.source for c in restored.cells if c.cell_type == "code" and is_export(c.source)]
+        verdicts, note = clean_room(spec, plan_cells(instructor, answers), package, workdir,
+                                    spec.hide + [str(workdir / "course")], deadline, exported)
+        kill_uid(spec.uid)
+        result = score(spec, tests, verdicts, {}, [note])
+        write_atomic(spec.result, json.dumps(result, indent=1))      # the score is known: a kill from here on loses none
         shutil.copytree(spec.master, workdir / "course", ignore=shutil.ignore_patterns("submitted", "autograded",
                                                                                        "feedback", "release"))
-        notebook_note, nbgrader_tests, course = "", {}, None
         try:
             course, nbgrader_tests = nbgrader_run(spec, workdir / "course", package)
         except GradingError as error:
-            notebook_note = f"nbgrader could not run the notebook ({error}); the score comes from the clean room"
+            course, nbgrader_tests = None, {}
+            note += f"; nbgrader could not run the notebook for the feedback ({error})"
         finally:
             kill_uid(spec.uid)
-        hide = spec.hide + [str(workdir / "course")]
-        answers = {nbgrader_meta(c)["grade_id"]: c.source for c in restored.cells if nbgrader_meta(c).get("solution")}
-        verdicts, import_note = clean_room(spec, plan_cells(instructor, answers), package, workdir, hide, deadline)
-        kill_uid(spec.uid)
-        result = score(spec, tests, verdicts, nbgrader_tests, [import_note, notebook_note])
+        result = score(spec, tests, verdicts, nbgrader_tests, [note])
         if course is not None:
             write_feedback(course, spec, result)
     finally:
@@ -307,10 +363,9 @@ def grade(spec):
 
 
 def score(spec, tests, verdicts, nbgrader_tests, notes):
-    stopped = verdicts.get("__stopped__")
     rows, disagreements = {}, []
     for test_id, (points, fingerprint) in tests.items():
-        passed, message = verdicts.get(test_id, (False, stopped or "did not run"))
+        passed, message = verdicts.get(test_id, (False, "did not run"))
         rows[test_id] = {"score": points if passed else 0.0, "max_score": points, "fingerprint": fingerprint,
                          "message": message}
         notebook_score = nbgrader_tests.get(test_id, (None,))[0]
@@ -320,8 +375,6 @@ def score(spec, tests, verdicts, nbgrader_tests, notes):
     if disagreements:
         notes.append(f"{', '.join(disagreements)} passed in your notebook but not in the clean re-run of the "
                      "instructor's cells (see the feedback)")
-    if stopped:
-        notes.append(stopped)
     return {"student": spec.student, "assignment": spec.assignment, "tests": rows,
             "score": sum(r["score"] for r in rows.values()), "max_score": sum(r["max_score"] for r in rows.values()),
             "note": "; ".join(notes), "fingerprint": spec.fingerprint, "isolation": isolation(),

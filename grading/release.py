@@ -11,6 +11,10 @@ from .errors import GradingError
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, solution_lines, write_notebook
 
 KIT_MARKER = ".tinytorch-kit"
+# Modules of grading/ that the student kit leaves out: autograding, and classroom.py, which builds wrong and cheating
+# answers from the solutions. The kit keeps what `check` and `export` need.
+INSTRUCTOR_ONLY = ["autograde.py", "job.py", "cleanroom.py", "sandbox.py", "execute.py", "classroom.py", "demo.py",
+                   "feedback.py"]
 STUB = "raise NotImplementedError()"
 
 
@@ -121,7 +125,7 @@ def build_kit(out, released):
     for stem, nb in released.items():
         write_notebook(nb, out / stem / f"{stem}.ipynb")
     (out / "settings.ini").write_text(kit_settings(REPO / "settings.ini"))
-    shutil.copytree(REPO / "grading", out / "grading", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "grading", out / "grading", ignore=shutil.ignore_patterns("__pycache__", *INSTRUCTOR_ONLY))
     shutil.copyfile(REPO / "grading" / "kit" / "pyproject.toml", out / "pyproject.toml")
     shutil.copyfile(REPO / "grading" / "kit" / "README.md", out / "README.md")
     copy_package_skeleton(out)

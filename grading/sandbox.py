@@ -36,6 +36,7 @@ class Limits:
     cpu_seconds: int = 1800        # CPU time; the kernel is killed (SIGXCPU) beyond it
     file_mb: int = 64              # largest file the process may write
     uid: int | None = None         # run as this user id (root only)
+    home: str | None = None        # the private home to use (made if missing; default: a new temporary folder)
     hide: list = field(default_factory=list)   # paths to hide (root only)
 
     def to_env(self):
@@ -113,9 +114,12 @@ def set_limits(limits):
         resource.setrlimit(which, (value, value))
 
 
-def private_home(uid):
+def private_home(uid, home=None):
     "An empty home for the student's process (matplotlib, IPython and pip caches go there)."
-    home = tempfile.mkdtemp(prefix="tinytorch-sandbox-")
+    if home:
+        os.makedirs(home, mode=0o700, exist_ok=True)
+    else:
+        home = tempfile.mkdtemp(prefix="tinytorch-sandbox-")
     if uid is not None:
         os.chown(home, uid, uid)
     return home
@@ -143,7 +147,7 @@ def main(argv=None):
     limits = Limits.from_env()
     privileged = isolation() == "full"
     uid = limits.uid if privileged else None
-    home = private_home(uid)
+    home = private_home(uid, limits.home)
     argv = copy_connection_file(argv, home, uid)
     if privileged:
         private_mounts()

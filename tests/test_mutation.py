@@ -2,10 +2,11 @@
 
 Each mutant is the solved notebook with one edit, submitted as its own student; all are graded in one autograde run.
 """
+import json
+
 import pytest
 
 from conftest import REPO, run_cli
-from grading.course import Course
 from grading.demo import solved
 from grading.notebooks import read_notebook, write_notebook
 
@@ -111,14 +112,14 @@ def graded_mutants(kit, tmp_path_factory):
         write_notebook(nb, root / "submissions" / f"mutant{number:02d}" / notebook / f"{notebook}.ipynb")
     result = run_cli("autograde", root / "submissions", "--out", root / "grades")
     assert result.returncode == 0, result.stderr
-    return Course(root / "grades" / "nbgrader-course")
+    return json.loads((root / "grades" / "gradebook.json").read_text())
 
 
 def test_every_mutant_loses_points_in_its_rules_tests(graded_mutants, capsys):
     caught, survivors = {}, []
     for number, (notebook, rule, what, _, _) in enumerate(MUTANTS):
-        tests, _ = graded_mutants.scores(notebook, f"mutant{number:02d}")
-        own = {name: score for name, score in tests.items() if name in (rule, rule + "_hidden")}
+        tests = graded_mutants[f"mutant{number:02d}"][notebook]["tests"]
+        own = {name: (t["score"], t["max_score"]) for name, t in tests.items() if name in (rule, rule + "_hidden")}
         assert own, f"no tests named {rule} in {notebook}"
         lost = sum(maximum - score for score, maximum in own.values())
         total = caught.setdefault(notebook, [0, 0])

@@ -1,0 +1,309 @@
+"""A generated class of 30 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+
+    python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
+
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); two hand in 07_activations.
+Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
+submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
+"""
+import copy
+import json
+from pathlib import Path
+
+import nbformat
+
+from .notebooks import REPO, nbgrader_meta, read_notebook, strip_markers, write_notebook
+
+ELEMENTWISE, ACTIVATIONS = "04_elementwise", "07_activations"
+
+
+def points_of(notebook, rules=None):
+    "Points of the tests of `rules` (test names without '_hidden'), or of every test."
+    total = 0.0
+    for cell in read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade") and (rules is None or meta["grade_id"].removesuffix("_hidden") in rules):
+            total += float(meta["points"])
+    return total
+
+
+def submission(kit, notebook, answer=None):
+    """The release notebook with exercises filled: answer(grade_id, solution, stub) gives each cell's code
+    (default: the instructor's solution)."""
+    release = read_notebook(Path(kit) / notebook / f"{notebook}.ipynb")
+    source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
+    solutions = {nbgrader_meta(c)["grade_id"]: strip_markers(c.source)
+                 for c in source.cells if nbgrader_meta(c).get("solution")}
+    nb = copy.deepcopy(release)
+    for cell in nb.cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if nbgrader_meta(cell).get("solution"):
+            solution = solutions[grade_id]
+            cell.source = answer(grade_id, solution, cell.source) if answer else solution
+    return nb
+
+
+def replace_in(grade_id, old, new):
+    "An answer() that solves everything, with `old` replaced by `new` in one exercise."
+    def answer(gid, solution, stub):
+        if gid != grade_id:
+            return solution
+        assert old in solution, (grade_id, old)
+        return solution.replace(old, new, 1)
+    return answer
+
+
+def inside(grade_id, code):
+    "An answer() that solves everything and runs `code` at the start of the exercise's apply()."
+    def answer(gid, solution, stub):
+        if gid != grade_id:
+            return solution
+        head, body = solution.split("    def apply(self, grad_output):\n", 1)
+        lines = "".join(f"        {line}\n" for line in code.splitlines())
+        return head + "    def apply(self, grad_output):\n" + lines + body
+    return answer
+
+
+def only(solved_ids, extra=None, extra_in="solution-AddBackward"):
+    "An answer() that solves only `solved_ids` (stubs elsewhere), optionally with module-level `extra` code."
+    def answer(gid, solution, stub):
+        code = solution if gid in solved_ids else stub
+        return code + "\n\n" + extra if extra and gid == extra_in else code
+    return answer
+
+
+def with_cell(nb, code, after="BROADCAST_PAIRS = "):
+    "A scratch cell the student added after the cell containing `after` (not exported: not part of their module)."
+    cell = nbformat.v4.new_code_cell(code)
+    cell.id = "scratch"
+    at = next(i for i, c in enumerate(nb.cells) if after in c.source)
+    nb.cells.insert(at + 1, cell)
+    return nb
+
+
+# -- The cheats ------------------------------------------------------------------------------------------------------
+
+def reference_paths(grades):
+    "Where a student would look for the answer key: the repository, the grader's reference package, site-packages."
+    import site
+    paths = [REPO / "tinytorch" / "core" / "elementwise.py",
+             Path(grades) / ".grading" / "reference" / "tinytorch" / "core" / "elementwise.py"]
+    paths += [Path(p) / "tinytorch" / "core" / "elementwise.py" for p in site.getsitepackages()]
+    return [str(p) for p in paths]
+
+
+IMPORT_REFERENCE = '''
+import importlib.util as _util
+for _path in {paths!r}:
+    try:
+        _spec = _util.spec_from_file_location("_answer_key", _path)
+        _key = _util.module_from_spec(_spec)
+        _spec.loader.exec_module(_key)
+    except Exception:
+        continue
+    for _name in ["unbroadcast", "AddBackward", "SubBackward", "MulBackward", "DivBackward", "NegBackward",
+                  "PowBackward", "ExpBackward", "LogBackward"]:
+        globals()[_name] = getattr(_key, _name)
+    break
+'''
+
+READ_INSTRUCTOR_FILES = '''
+import json as _json, os as _os, sqlite3 as _sqlite3
+_candidates = {paths!r} + ["../../../source/04_elementwise/04_elementwise.ipynb", "../course/source/04_elementwise/04_elementwise.ipynb"]
+for _path in _candidates:
+    try:
+        _nb = _json.load(open(_path))
+    except Exception:
+        continue
+    for _cell in _nb["cells"]:
+        _code = "".join(_cell["source"])
+        if "### BEGIN SOLUTION" in _code and "#| export" in _code:
+            exec("\\n".join(l for l in _code.splitlines() if "### " not in l), globals())
+    break
+for _db in {dbs!r} + ["../../../gradebook.db", "../course/gradebook.db"]:
+    try:
+        _rows = _sqlite3.connect(_db).execute("select source from source_cell").fetchall()
+        open(_os.path.join(_os.environ.get("HOME", "/tmp"), "stolen.txt"), "w").write(str(_rows))
+    except Exception:
+        pass
+'''
+
+WRITE_GRADES = '''
+import json as _json, os as _os, signal as _signal
+_grades = {grades!r}
+for _path, _text in [(_grades + "/grades.csv", "student,assignment,notebook,score,max_score,note\\nkate,04_elementwise,04_elementwise.ipynb,24,24,\\n"),
+                     (_grades + "/gradebook.json", '{{"kate": {{"04_elementwise": {{"score": 24, "max_score": 24}}}}}}'),
+                     (_grades + "/results/kate/04_elementwise.json", '{{"score": 24}}'),
+                     (_grades + "/results/alice/04_elementwise.json", "deleted by kate"),
+                     ("../../../gradebook.db", "corrupted"), ("../course/gradebook.db", "corrupted")]:
+    try:
+        _os.makedirs(_os.path.dirname(_path), exist_ok=True)
+        open(_path, "w").write(_text)
+    except Exception:
+        pass
+try:
+    _os.kill(_os.getppid(), _signal.SIGKILL)
+except Exception:
+    pass
+'''
+
+PATCH_CHECKERS = '''
+import numpy as _np
+import tinytorch.core.gradcheck as _gradcheck
+_gradcheck.compare_gradient = lambda *args, **kwargs: True
+_gradcheck.check_gradient_shape = lambda label, grad, shape: grad
+_np.allclose = lambda *args, **kwargs: True
+_np.testing.assert_allclose = lambda *args, **kwargs: None
+'''
+
+SCRATCH_CHEAT = '''check_backward = lambda *args, **kwargs: True
+np.allclose = lambda *args, **kwargs: True
+np.testing.assert_allclose = lambda *args, **kwargs: None'''
+
+
+def make_class(kit, out, grades=None):
+    """Write 30 students' submissions into `out`; return {student: expectation}. `grades` is the folder the class
+    will be graded into (the cheats that attack the grader's files aim there)."""
+    out, grades = Path(out), str(Path(grades or Path(out).parent / "grades").resolve())
+    E = ELEMENTWISE
+    full = points_of(E)
+    losing = lambda *rules: full - points_of(E, set(rules))     # noqa: E731
+    cases = {
+        # good, partial and wrong work
+        "alice": (E, submission(kit, E), full, ""),
+        "bob": (E, submission(kit, E, only(set())), 0.0, ""),
+        "carol": (E, submission(kit, E, replace_in("solution-MulBackward", "grad_output * b, a.shape",
+                                                   "grad_output * a, a.shape")), losing("mul_backward"), ""),
+        "dan": (E, submission(kit, E, only({"solution-unbroadcast", "solution-AddBackward", "solution-SubBackward",
+                                            "solution-MulBackward"})),
+                points_of(E, {"unbroadcast", "add_backward", "sub_backward", "mul_backward"}), ""),
+        "rosa": (E, submission(kit, E), full, ""),
+        "tara": (E, tampered_tests(submission(kit, E), delete=True), full, ""),
+        "uma": (E, tampered_tests(submission(kit, E, only(set())), delete=False), 0.0, ""),
+        # broken code
+        "erin": (E, submission(kit, E, replace_in("solution-DivBackward", "(b * b), b.shape)", "(b * b), b.shape))")),
+                 losing("div_backward"), "each of your exercise cells was run on its own"),
+        "frank": (E, submission(kit, E, inside("solution-NegBackward", "while True:\n    pass")),
+                  losing("neg_backward"), ""),
+        "gina": (E, submission(kit, E, inside("solution-PowBackward", "import signal\n"
+                                              "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                              "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass")),
+                 losing("pow_backward"), "did not finish in time"),
+        "hank": (E, submission(kit, E, inside("solution-ExpBackward", "import os\nos._exit(3)")),
+                 losing("exp_backward"), "the process ended"),
+        "ivy": (E, submission(kit, E, inside("solution-LogBackward", "import ctypes\nctypes.string_at(0)")),
+                losing("log_backward"), "the process ended"),
+        "jack": (E, submission(kit, E, inside("solution-DivBackward",
+                                              "blocks = [bytearray(2**27) for _ in range(1000)]")),
+                 losing("div_backward"), ""),
+        "kim": (E, submission(kit, E, inside("solution-AddBackward", "print('x' * 20_000_000)")), full, ""),
+        "liam": (E, submission(kit, E, inside("solution-SubBackward", "import sys\nsys.exit(1)")),
+                 losing("sub_backward"), ""),
+        "maya": (E, submission(kit, E, inside("solution-MulBackward", "input('the answer? ')")),
+                 losing("mul_backward"), ""),
+        # cheating
+        "vic": (E, with_cell(submission(kit, E, only(set())), SCRATCH_CHEAT), 0.0, "passed in your notebook"),
+        "wes": (E, submission(kit, E, wrong_add_and_mul(extra=PATCH_CHECKERS)), losing("add_backward", "mul_backward"),
+                "on import your code replaced"),
+        "xena": (E, submission(kit, E, inside_wrong_mul(PATCH_CHECKERS)), losing("mul_backward"),
+                 "mul_backward, mul_backward_hidden passed in your notebook"),
+        "yuri": (E, submission(kit, E, only_all_with("import builtins\nbuiltins.isinstance = lambda obj, cls: False")),
+                 full, "builtins.isinstance"),
+        "ivan": (E, submission(kit, E, only(set(), IMPORT_REFERENCE.format(paths=reference_paths(grades)))), 0.0, ""),
+        "judy": (E, submission(kit, E, only(set(), READ_INSTRUCTOR_FILES.format(
+            paths=[str(REPO / "notebooks" / f"{E}.ipynb"), f"{grades}/.grading/master/source/{E}/{E}.ipynb",
+                   f"{grades}/.grading/reference/nbs/{E}.ipynb"],
+            dbs=[f"{grades}/.grading/master/gradebook.db"]))), 0.0, ""),
+        "kate": (E, submission(kit, E, only(set(), WRITE_GRADES.format(grades=grades))), 0.0, ""),
+        # 07: Tensor.backward replaced on import (sealed from notebook 07 on), and a good submission to compare
+        "zoe": (ACTIVATIONS, submission(kit, ACTIVATIONS, only_all_with(
+            "from tinytorch.core.tensor import Tensor as _T\n_T.backward = lambda self, *a, **k: None",
+            where="solution-ReLUBackward")), points_of(ACTIVATIONS), "Tensor.backward"),
+        "ned": (ACTIVATIONS, submission(kit, ACTIVATIONS), points_of(ACTIVATIONS), ""),
+    }
+    expected = {}
+    for student, (notebook, nb, score, note) in cases.items():
+        folder = out / student / notebook
+        write_notebook(nb, folder / f"{notebook}.ipynb")
+        expected[student] = {"assignment": notebook, "score": score, "max_score": points_of(notebook), "note": note}
+    (out / "rosa" / E / "notes.txt").write_text("my notes: the extra file must not bother the grader\n")
+    expected.update(broken_files(kit, out))
+    (out.parent / "expected.json").write_text(json.dumps(expected, indent=1))
+    return expected
+
+
+def wrong_add_and_mul(extra):
+    def answer(gid, solution, stub):
+        if gid == "solution-AddBackward":
+            return solution.replace("return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
+                                    "return grad_output, grad_output") + "\n\n" + extra
+        if gid == "solution-MulBackward":
+            return solution.replace("grad_output * b, a.shape", "grad_output * a, a.shape")
+        return solution
+    return answer
+
+
+def inside_wrong_mul(patch):
+    wrong = replace_in("solution-MulBackward", "grad_output * b, a.shape", "grad_output * a, a.shape")
+    patched = inside("solution-MulBackward", patch.strip())
+
+    def answer(gid, solution, stub):
+        return patched(gid, wrong(gid, solution, stub), stub)
+    return answer
+
+
+def only_all_with(extra, where="solution-NegBackward"):
+    "Everything solved, with module-level `extra` code after the exercise `where`."
+    def answer(gid, solution, stub):
+        return solution + "\n\n" + extra if gid == where else solution
+    return answer
+
+
+def tampered_tests(nb, delete):
+    "Delete every test cell and empty the given setup (delete=True), or replace the tests by `pass`."
+    cells = []
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade"):
+            if delete:
+                continue
+            cell.source = cell.source.splitlines()[0] + "\npass"
+        elif "BROADCAST_PAIRS = " in cell.source:
+            cell.source = "BROADCAST_PAIRS = []"
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def broken_files(kit, out):
+    "Submissions that cannot be graded; each must be named in the table with what to do, costing no one else."
+    E = ELEMENTWISE
+    (out / "nick" / E).mkdir(parents=True)
+    (out / "nick" / E / f"{E}.ipynb").write_text('{"cells": [ {"cell_type": "code", ')
+    (out / "olga" / E).mkdir(parents=True)
+    (out / "olga" / E / f"{E}.ipynb").write_text("")
+    write_notebook(read_notebook(Path(kit) / "02_function" / "02_function.ipynb"), out / "pete" / E / f"{E}.ipynb")
+    (out / "quinn" / E).mkdir(parents=True)
+    (out / "quinn" / E / "notes.txt").write_text("I forgot to upload the notebook\n")
+    (out / "sam").mkdir(parents=True)
+    write_notebook(submission(kit, E), out / "sam" / f"{E}.ipynb")
+    return {"nick": {"assignment": E, "problem": "not valid JSON"},
+            "olga": {"assignment": E, "problem": "empty"},
+            "pete": {"assignment": E, "problem": "not the 04_elementwise notebook"},
+            "quinn": {"assignment": E, "problem": "missing 04_elementwise.ipynb"},
+            "sam": {"assignment": E, "problem": "is not inside an assignment folder"}}
+
+
+def compare(rows, expected):
+    "[(student, what was expected, what came)] for every row that is not what `expected` says."
+    wrong = []
+    by_student = {r.student: r for r in rows}
+    for student, want in expected.items():
+        row = by_student.get(student)
+        if row is None:
+            wrong.append((student, want, "no row in the grade table"))
+        elif "problem" in want:
+            if want["problem"] not in row.note or row.score != 0:
+                wrong.append((student, want, f"score {row.score:g}, note {row.note!r}"))
+        elif (row.score, row.max_score) != (want["score"], want["max_score"]) or want["note"] not in row.note:
+            wrong.append((student, want, f"score {row.score:g}/{row.max_score:g}, note {row.note!r}"))
+    return wrong
