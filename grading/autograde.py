@@ -43,6 +43,7 @@ class Row:
     score: float = 0.0
     max_score: float = 0.0
     note: str = ""
+    problem: bool = False     # not graded (a bad file, a grader failure): an error on the console, exit code 1
 
     def values(self):
         return [self.student, self.assignment, self.notebook, f"{self.score:g}", f"{self.max_score:g}", self.note]
@@ -52,6 +53,13 @@ class Row:
 
 def find_submissions(submissions, known):
     "[(student, assignment, path)] to grade, and [Row] for every submission that cannot be graded."
+    found, problems = _find(submissions, known)
+    for row in problems:
+        row.problem = True
+    return found, problems
+
+
+def _find(submissions, known):
     submissions = Path(submissions)
     if not submissions.is_dir():
         raise GradingError(f"{submissions}: no such folder. Pass the folder that holds one folder per student.")
@@ -205,7 +213,7 @@ def run_job(spec, spec_path, slot, timeout):
 
 
 def failed_result(spec, tests, note):
-    return {"student": spec.student, "assignment": spec.assignment, "score": 0.0,
+    return {"student": spec.student, "assignment": spec.assignment, "score": 0.0, "problem": True,
             "max_score": sum(p for p, _ in tests.values()), "note": note, "fingerprint": spec.fingerprint,
             "tests": {t: {"score": 0.0, "max_score": p, "fingerprint": f, "message": note} for t, (p, f) in tests.items()}}
 
@@ -226,7 +234,8 @@ def load_result(path):
 def rows_of(results, problems):
     rows = list(problems)
     for r in results:
-        rows.append(Row(r["student"], r["assignment"], f"{r['assignment']}.ipynb", r["score"], r["max_score"], r["note"]))
+        rows.append(Row(r["student"], r["assignment"], f"{r['assignment']}.ipynb", r["score"], r["max_score"], r["note"],
+                        problem=r.get("problem", False)))
     return sorted(rows, key=lambda r: (r.student, r.assignment))
 
 

@@ -173,14 +173,14 @@ def _alarm(signum, frame):
 
 def stub_package(root):
     "Make `tinytorch` importable without running its __init__, so modules load one at a time, in course order."
-    package = types.ModuleType("tinytorch")
-    package.__path__ = [os.path.join(root, "tinytorch")]
-    package.__file__ = os.path.join(root, "tinytorch", "__init__.py")
-    sys.modules["tinytorch"] = package
-    core = types.ModuleType("tinytorch.core")
-    core.__path__ = [os.path.join(root, "tinytorch", "core")]
-    sys.modules["tinytorch.core"] = core
-    package.core = core
+    import importlib.util
+    for name in ("tinytorch", "tinytorch.core"):
+        folder = os.path.join(root, *name.split("."))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
+        module = importlib.util.module_from_spec(spec)       # made, not run: __init__ would import everything
+        sys.modules[name] = module
+    sys.modules["tinytorch"].core = sys.modules["tinytorch.core"]
 
 
 def describe(error):

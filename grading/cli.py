@@ -64,7 +64,7 @@ def cmd_autograde(args):
                      notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb, progress=_progress(),
                      log=print)
     print_table(rows)
-    failed = [r for r in rows if r.note]
+    failed = [r for r in rows if r.problem]
     for r in failed:
         print(f"error: {r.student}/{r.assignment}: {r.note}", file=sys.stderr)
     out = Path(args.out)
@@ -103,7 +103,7 @@ def cmd_demo(args):
     rows = autograde(out / "submissions", out / "grades", progress=_progress())
     print_table(rows)
     print(f"grade table: {out / 'grades' / 'grades.csv'}; feedback: {out / 'grades' / 'feedback'}")
-    return 1 if any(r.note for r in rows) else 0
+    return 1 if any(r.problem for r in rows) else 0
 
 
 def cmd_class(args):

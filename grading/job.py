@@ -228,7 +228,10 @@ def clean_room(spec, cells, package, workdir, hide, deadline, exported):
                 room, restarts = None, restarts + 1
             elif record.get("kind") == "test":
                 results[record["id"]] = (record["passed"], record["message"])
-            elif record.get("changed"):
+            elif not record.get("passed"):
+                notes.append(f"{'your exercise' if record.get('kind') == 'solution' else 'the given cell'} "
+                             f"{record['id']} failed: {record['message'][:300]}")
+            if record is not None and record.get("kind") != "test" and record.get("changed"):
                 notes.append(f"while {record['id']} ran, your code replaced {', '.join(record['changed'][:3])} "
                              "(put back)")
             position += 1

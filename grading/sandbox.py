@@ -111,7 +111,10 @@ def set_limits(limits):
                          (resource.RLIMIT_FSIZE, limits.file_mb * 2**20), (resource.RLIMIT_CORE, 0)]:
         soft, hard = resource.getrlimit(which)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(which, (value, value))
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):       # e.g. macOS refuses an address-space limit: that one is skipped
+            pass
 
 
 def private_home(uid, home=None):
