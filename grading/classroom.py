@@ -15,6 +15,7 @@ import nbformat
 from .notebooks import REPO, nbgrader_meta, read_notebook, strip_markers, write_notebook
 
 ELEMENTWISE, ACTIVATIONS = "04_elementwise", "07_activations"
+NEEDS_ROOT = {"ivan", "judy", "kate"}   # file-access cheats: only a grader running as root (Linux) can stop them
 
 
 def points_of(notebook, rules=None):

@@ -108,7 +108,7 @@ def cmd_demo(args):
 
 def cmd_class(args):
     from .autograde import autograde
-    from .classroom import compare, make_class
+    from .classroom import NEEDS_ROOT, compare, make_class
     from .release import release
     out = Path(args.out)
     print(f"1/3 releasing the student kit into {out / 'kit'}")
@@ -119,6 +119,12 @@ def cmd_class(args):
     rows = autograde(out / "submissions", out / "grades", cell_timeout=args.cell_timeout, workers=args.workers,
                      notebook_timeout=args.notebook_timeout, progress=_progress(), log=print)
     print_table(rows)
+    from .sandbox import isolation
+    if isolation() != "full":
+        for student in sorted(NEEDS_ROOT):
+            print(f"{student}: not checked: reading or writing the grader's files can only be stopped by a grader "
+                  "running as root (see grading/README.md)")
+            expected.pop(student)
     wrong = compare(rows, expected)
     for student, want, got in wrong:
         print(f"error: {student}: expected {want}, got {got}", file=sys.stderr)

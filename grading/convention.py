@@ -42,6 +42,10 @@ def derive_cell(cell, where):
         return _meta(match["name"], grade=True, points=int(points) if points.is_integer() else points)
     if HIDDEN_BEGIN in source:
         raise GradingError(f"{where}: hidden tests must be in a test cell (first line '# test: name (n points)').")
+    magic = next((line for line in source.splitlines() if line.lstrip().startswith(("%", "!"))), None)
+    if cell.cell_type == "code" and magic is not None:
+        raise GradingError(f"{where}: {magic.strip()!r} is IPython syntax; the grader also runs every cell as plain "
+                           "Python (the clean room, grading/README.md). Use Python instead (e.g. subprocess, not !).")
     return _meta(f"cell-{cell.get('id') or where}")
 
 

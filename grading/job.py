@@ -198,7 +198,7 @@ def clean_room(spec, cells, package, workdir, hide, deadline, exported):
     env = dict(os.environ, MPLBACKEND="Agg", **sandbox_env(spec, hide, package, workdir / "home-clean"))
     header = {"package": str(package), "cwd": str(workdir / "cwd"), "module": spec.module, "exported": exported,
               "earlier_modules": spec.earlier_modules, "cell_timeout": spec.cell_timeout}
-    results, notes, room, restarts, position = {}, [], None, 0, 0
+    results, notes, room, restarts, position, setup_failed = {}, [], None, 0, 0, False
     try:
         while position < len(cells):
             cell = cells[position]
@@ -229,8 +229,12 @@ def clean_room(spec, cells, package, workdir, hide, deadline, exported):
             elif record.get("kind") == "test":
                 results[record["id"]] = (record["passed"], record["message"])
             elif not record.get("passed"):
-                notes.append(f"{'your exercise' if record.get('kind') == 'solution' else 'the given cell'} "
-                             f"{record['id']} failed: {record['message'][:300]}")
+                # Only the first failure says something: later ones follow from it. An exercise not done yet is no
+                # news either: its tests say so.
+                if not setup_failed and "NotImplementedError" not in record["message"]:
+                    notes.append(f"{'your exercise' if record.get('kind') == 'solution' else 'the given cell'} "
+                                 f"{record['id']} failed: {record['message'][:300]}")
+                setup_failed = True
             if record is not None and record.get("kind") != "test" and record.get("changed"):
                 notes.append(f"while {record['id']} ran, your code replaced {', '.join(record['changed'][:3])} "
                              "(put back)")

@@ -57,3 +57,9 @@ def test_every_exercise_has_tests_worth_points():
         metas = derive_notebook(nbformat.read(path, 4), path.name)
         assert any(m["solution"] for m in metas), f"{path.name} has no exercise"
         assert sum(m.get("points", 0) for m in metas) > 0, f"{path.name} has no points"
+
+
+@pytest.mark.parametrize("source", ["%matplotlib inline\nimport numpy", "x = 1\n!pip install torch"])
+def test_ipython_magics_are_refused_because_the_clean_room_runs_plain_python(source):
+    with pytest.raises(GradingError, match="plain Python"):
+        derive_cell(code(source), "nb.ipynb, cell 3")

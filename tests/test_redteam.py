@@ -17,12 +17,11 @@ import pytest
 
 from conftest import REPO, run_cli
 from grading.autograde import Row
-from grading.classroom import ELEMENTWISE, compare, make_class
+from grading.classroom import ELEMENTWISE, NEEDS_ROOT, compare, make_class
 from grading.notebooks import read_notebook, write_notebook
 from grading.sandbox import isolation
 
 FULL_ISOLATION = isolation() == "full"
-NEEDS_ROOT = {"ivan", "judy", "kate"}       # file-access cheats: only a grader running as root can stop them
 OPTIONS = ["--cell-timeout", "10", "--notebook-timeout", "120"]
 
 
@@ -169,6 +168,6 @@ def test_regrading_after_a_hidden_test_is_fixed_changes_only_that_test(graded_cl
 def test_a_patch_made_while_a_test_runs_fails_that_test_and_says_why(graded_class):
     root, _, _, _, _ = graded_class
     tests = json.loads((root / "grades" / "gradebook.json").read_text())["xena"][ELEMENTWISE]["tests"]
-    assert "while this test ran, your code replaced tinytorch.core.gradcheck.compare_gradient" in \
-        tests["mul_backward"]["message"]
+    message = tests["mul_backward"]["message"]
+    assert "while this test ran, your code replaced" in message and "gradcheck.compare_gradient" in message
     assert tests["add_backward"]["score"] == 1, "tests that ran before the patch keep their points"
