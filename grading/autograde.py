@@ -9,6 +9,7 @@ of a notebook changed (a hidden test was fixed), only those tests' scores are re
 import concurrent.futures
 import csv
 import hashlib
+import io
 import json
 import os
 import queue
@@ -241,14 +242,12 @@ def rows_of(results, problems):
 
 def write_table(rows, path):
     "Write the grade table atomically: a reader never sees half a file."
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(COLUMNS)
-        for row in sorted(rows, key=lambda r: (r.student, r.assignment)):
-            writer.writerow(row.values())
-    os.replace(tmp, path)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(COLUMNS)
+    for row in sorted(rows, key=lambda r: (r.student, r.assignment)):
+        writer.writerow(row.values())
+    write_atomic(path, text.getvalue())
 
 
 def write_gradebook(results, problems, path):

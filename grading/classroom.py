@@ -159,7 +159,8 @@ _np.testing.assert_allclose = lambda *args, **kwargs: None
 
 SCRATCH_CHEAT = '''check_backward = lambda *args, **kwargs: True
 np.allclose = lambda *args, **kwargs: True
-np.testing.assert_allclose = lambda *args, **kwargs: None'''
+np.testing.assert_allclose = lambda *args, **kwargs: None
+get_ipython().showtraceback = lambda *args, **kwargs: None     # assert-free: hide every error a test raises'''
 
 
 def make_class(kit, out, grades=None):

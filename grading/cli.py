@@ -67,10 +67,13 @@ def cmd_autograde(args):
     failed = [r for r in rows if r.problem]
     for r in failed:
         print(f"error: {r.student}/{r.assignment}: {r.note}", file=sys.stderr)
-    out = Path(args.out)
+    print_outputs(Path(args.out))
+    return 1 if failed else 0
+
+
+def print_outputs(out):
     print(f"grade table: {out / 'grades.csv'}; gradebook: {out / 'gradebook.json'}; "
           f"distribution: {out / 'distribution.png'}; feedback: {out / 'feedback'}")
-    return 1 if failed else 0
 
 
 def cmd_check(args):
@@ -102,7 +105,7 @@ def cmd_demo(args):
     print(f"4/4 autograding into {out / 'grades'}")
     rows = autograde(out / "submissions", out / "grades", progress=_progress())
     print_table(rows)
-    print(f"grade table: {out / 'grades' / 'grades.csv'}; feedback: {out / 'grades' / 'feedback'}")
+    print_outputs(out / "grades")
     return 1 if any(r.problem for r in rows) else 0
 
 

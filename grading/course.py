@@ -4,6 +4,7 @@ import io
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from traitlets.config import Config
@@ -14,16 +15,20 @@ CELL_TIMEOUT = 120      # seconds one cell may run when grading
 
 
 @contextlib.contextmanager
-def kernel_environment(pythonpath):
-    "Kernels started inside import tinytorch from `pythonpath` and show no progress bars; the environment is restored after."
+def patched_environ(values):
+    "Processes started inside inherit `values`; the environment is restored after."
     before = dict(os.environ)
-    os.environ["PYTHONPATH"] = str(pythonpath)
-    os.environ["TINYTORCH_QUIET"] = "1"
+    os.environ.update(values)
     try:
         yield
     finally:
         os.environ.clear()
         os.environ.update(before)
+
+
+def kernel_environment(pythonpath):
+    "Kernels started inside import tinytorch from `pythonpath` and show no progress bars."
+    return patched_environ({"PYTHONPATH": str(pythonpath), "TINYTORCH_QUIET": "1"})
 
 
 def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
@@ -66,8 +71,11 @@ class Course:
         with contextlib.redirect_stderr(io.StringIO()):
             result = getattr(self.api, method)(*args, **kwargs)
         if not result.get("success"):
-            detail = (result.get("error") or result.get("log") or "").strip().splitlines()
-            raise GradingError(f"nbgrader could not {what}: {detail[-1] if detail else 'no detail given'}")
+            log = (result.get("error") or "") + "\n" + (result.get("log") or "")
+            print(f"nbgrader could not {what}; its log:\n{log}", file=sys.__stderr__)   # the job's log file
+            causes = [line.strip() for line in log.splitlines() if "Error" in line and "Please see" not in line]
+            detail = causes[-1] if causes else (log.strip().splitlines() or ["no detail given"])[-1]
+            raise GradingError(f"nbgrader could not {what}: {detail[:300]}")
         return result
 
     def add_source(self, assignment, notebook_path):

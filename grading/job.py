@@ -8,7 +8,6 @@ outlives its time limit. What it does, in a fresh scratch folder:
 3. runs the clean room (grading.cleanroom), whose verdicts are the score;
 4. writes the feedback and the result (a JSON file, written to a temporary name and renamed).
 """
-import contextlib
 import copy
 import hashlib
 import json
@@ -20,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,7 +65,7 @@ def write_atomic(path, text):
     "Write a file so that a reader (or a restart after a kill) sees the old file or the new one, never half of one."
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
 
@@ -113,12 +113,16 @@ def build_package(spec, nb, target):
 # -- 2. nbgrader, for the feedback -----------------------------------------------------------------------------------
 
 def nbgrader_run(spec, course_root, package):
-    from .course import Course
+    from .course import Course, patched_environ
     course = Course(course_root, cell_timeout=spec.cell_timeout, sandboxed=True)
     course.submit(spec.student, spec.assignment, Path(spec.submitted))
     hide = spec.hide + [str(course_root / "source"), str(course_root / "gradebook.db")]
     with patched_environ(sandbox_env(spec, hide, package, course_root.parent / "home-kernel")):
-        course.autograde(spec.assignment, spec.student, pythonpath=package)
+        try:
+            course.autograde(spec.assignment, spec.student, pythonpath=package)
+        except GradingError:
+            kill_uid(spec.uid)       # once more: a kernel that was slow to start on a busy machine fails the run
+            course.autograde(spec.assignment, spec.student, pythonpath=package)
     tests, _ = course.scores(spec.assignment, spec.student)
     return course, tests
 
@@ -129,21 +133,6 @@ def sandbox_env(spec, hide, pythonpath, home):
                     home=str(home))
     return {SANDBOX_ENV: limits.to_env(), "JUPYTER_PATH": spec.kernelspec, "PYTHONPATH": str(pythonpath),
             "TINYTORCH_QUIET": "1"}
-
-
-@contextlib.contextmanager
-def patched_environ(values):
-    "Kernels started inside inherit `values`; the environment is restored after."
-    before = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 # -- 3. The clean room -----------------------------------------------------------------------------------------------
@@ -356,7 +345,7 @@ def grade(spec):
             course, nbgrader_tests = nbgrader_run(spec, workdir / "course", package)
         except GradingError as error:
             course, nbgrader_tests = None, {}
-            note += f"; nbgrader could not run the notebook for the feedback ({error})"
+            note = "; ".join(n for n in [note, f"no feedback: nbgrader could not run the notebook ({error})"] if n)
         finally:
             kill_uid(spec.uid)
         result = score(spec, tests, verdicts, nbgrader_tests, [note])
