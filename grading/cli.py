@@ -56,9 +56,10 @@ def cmd_autograde(args):
     from .autograde import autograde
     from .sandbox import isolation
     if isolation() != "full":
-        print("warning: not running as root, so submissions run with your permissions: memory, CPU and file-size "
-              "limits apply, but a submission could read or write your files. Grade as root (in a container) "
-              "for full isolation; see grading/README.md.", file=sys.stderr)
+        print("warning: full isolation needs root on Linux with permission to make mount namespaces (not the case "
+              "here), so submissions run with your permissions: memory, CPU and file-size limits, the clean room and "
+              "the sealing apply, but a submission could read or write your files. See grading/README.md.",
+              file=sys.stderr)
     rows = autograde(args.submissions, args.out, notebooks_dir=args.notebooks, cell_timeout=args.cell_timeout,
                      workers=args.workers,
                      notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb, progress=_progress(),

@@ -7,7 +7,7 @@ launcher. Its settings come as JSON in the environment variable TINYTORCH_SANDBO
 * gives the process a private, empty home and temporary folder, and one BLAS thread;
 * closes standard input, so input() fails at once instead of waiting.
 
-Run as root, it also:
+Run as root with a user id to run as (the grader gives one when `isolation()` is 'full'), it also:
 
 * hides folders and files in a private mount namespace: the grading output (gradebook, grade table, other students'
   results), the submissions folder, the instructor's notebooks, the reference package and the course files holding
@@ -15,13 +15,15 @@ Run as root, it also:
 * drops to an unprivileged user id of its own (one per grading slot), so the student's code cannot write anything
   the grader owns, nor signal another student's process.
 
-Without root the first list still applies; `isolation()` says which mode is in force.
+Otherwise the first list still applies; `isolation()` says which mode is in force.
 """
 import ctypes
+import functools
 import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -47,9 +49,15 @@ class Limits:
         return cls(**json.loads(os.environ.get(ENV, "{}")))
 
 
+@functools.lru_cache(maxsize=None)
 def isolation():
-    "'full' when the grader can hide files and drop privileges (root on Linux), else 'limits only'."
-    return "full" if sys.platform.startswith("linux") and os.geteuid() == 0 else "limits only"
+    """'full' when the grader can hide files and drop privileges (root on Linux, allowed to make a mount namespace:
+    a container without CAP_SYS_ADMIN is not), else 'limits only'."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        return "limits only"
+    probe = subprocess.run([sys.executable, "-c", "from grading.sandbox import private_mounts; private_mounts()"],
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), capture_output=True)
+    return "full" if probe.returncode == 0 else "limits only"
 
 
 def _libc_call(name, *args):
@@ -148,14 +156,13 @@ def main(argv=None):
         print("usage: python -m grading.sandbox -- COMMAND [ARGS...]", file=sys.stderr)
         return 2
     limits = Limits.from_env()
-    privileged = isolation() == "full"
-    uid = limits.uid if privileged else None
+    # The grader gives a user id only when isolation() is 'full'; then hiding must work, or nothing runs.
+    uid = limits.uid if os.geteuid() == 0 else None
     home = private_home(uid, limits.home)
     argv = copy_connection_file(argv, home, uid)
-    if privileged:
+    if uid is not None:
         private_mounts()
-        if uid is not None:
-            expose(python_paths())
+        expose(python_paths())
         hide_paths(limits.hide)
         os.chdir(os.getcwd())     # a working folder under a hidden path now shows the empty cover
     env = {k: v for k, v in os.environ.items() if k != ENV}
