@@ -25,8 +25,8 @@ from pathlib import Path
 from .course import CELL_TIMEOUT, Course
 from .errors import GradingError
 from .execute import write_kernelspec
-from .job import Spec, digest, kill_uid, test_cells, write_atomic
-from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook
+from .job import Spec, digest, kill_uid, test_cells
+from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic
 from .release import check_sources, copy_package_skeleton, export_package, kit_settings
 from .sandbox import isolation
 
@@ -328,10 +328,11 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
         return rows
 
     publish()
+    workers = max(1, workers or os.cpu_count() or 1)
     if todo:
         scratch = make_scratch()
         slots = queue.Queue()
-        for k in range(max(1, workers or os.cpu_count() or 1)):
+        for k in range(workers):
             slots.put(k)
             kill_uid(SLOT_UID + k if isolation() == "full" else None)     # leftovers of a killed run
 
@@ -368,7 +369,7 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
 
         (state / "jobs").mkdir(parents=True, exist_ok=True)
         try:
-            with concurrent.futures.ThreadPoolExecutor(max(1, workers or os.cpu_count() or 1)) as pool:
+            with concurrent.futures.ThreadPoolExecutor(workers) as pool:
                 futures = [pool.submit(grade, item) for item in todo]
                 waiting = concurrent.futures.as_completed(futures)
                 for future in (progress or (lambda x, **k: x))(waiting, total=len(futures), desc="grading",

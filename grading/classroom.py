@@ -6,13 +6,13 @@ Most students hand in 04_elementwise (24 points: unbroadcast and eight backward 
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
-import copy
 import json
 from pathlib import Path
 
 import nbformat
 
-from .notebooks import REPO, nbgrader_meta, read_notebook, strip_markers, write_notebook
+from .demo import solved
+from .notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
 
 ELEMENTWISE, ACTIVATIONS = "04_elementwise", "07_activations"
 NEEDS_ROOT = {"ivan", "judy", "kate"}   # file-access cheats: only a grader running as root (Linux) can stop them
@@ -32,16 +32,9 @@ def submission(kit, notebook, answer=None):
     """The release notebook with exercises filled: answer(grade_id, solution, stub) gives each cell's code
     (default: the instructor's solution)."""
     release = read_notebook(Path(kit) / notebook / f"{notebook}.ipynb")
-    source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
-    solutions = {nbgrader_meta(c)["grade_id"]: strip_markers(c.source)
-                 for c in source.cells if nbgrader_meta(c).get("solution")}
-    nb = copy.deepcopy(release)
-    for cell in nb.cells:
-        grade_id = nbgrader_meta(cell).get("grade_id")
-        if nbgrader_meta(cell).get("solution"):
-            solution = solutions[grade_id]
-            cell.source = answer(grade_id, solution, cell.source) if answer else solution
-    return nb
+    stubs = {nbgrader_meta(c)["grade_id"]: c.source for c in release.cells if nbgrader_meta(c).get("solution")}
+    edit = (lambda grade_id, solution: answer(grade_id, solution, stubs[grade_id])) if answer else None
+    return solved(release, read_notebook(REPO / "notebooks" / f"{notebook}.ipynb"), edit)
 
 
 def replace_in(grade_id, old, new):

@@ -38,6 +38,11 @@ def is_export(source):
                for line in source.splitlines()[:3])
 
 
+def exported_sources(nb):
+    "The code of every exported cell, in order: what nbdev puts in the module."
+    return [cell.source for cell in nb.cells if cell.cell_type == "code" and is_export(cell.source)]
+
+
 def plan_cells(instructor_nb, student_answers):
     """The cells the clean room runs, in order: [{'id', 'kind', 'source'}]. Setup and test cells are the instructor's;
     an exercise that is not exported (so not in the module) runs as the student wrote it (`student_answers`)."""

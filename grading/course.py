@@ -98,9 +98,9 @@ class Course:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook_path, target)
 
-    def autograde(self, assignment, student, pythonpath):
-        with kernel_environment(pythonpath):
-            self._call(f"grade {student}/{assignment}", "autograde", assignment, student, force=True, create=True)
+    def autograde(self, assignment, student):
+        "Run the submission; the kernel's environment (where tinytorch is, the sandbox) is the caller's to set."
+        self._call(f"grade {student}/{assignment}", "autograde", assignment, student, force=True, create=True)
 
     def feedback(self, assignment, student):
         self._call(f"write feedback for {student}/{assignment}", "generate_feedback", assignment, student, force=True)

@@ -19,15 +19,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .cleanroom import is_export, plan_cells
+from .cleanroom import exported_sources, plan_cells
 from .errors import GradingError
-from .notebooks import nbgrader_meta, read_notebook, write_notebook
-from .sandbox import ENV as SANDBOX_ENV, Limits, isolation
+from .notebooks import nbgrader_meta, read_notebook, write_atomic, write_notebook
+from .sandbox import ENV as SANDBOX_ENV, Limits
 
 
 @dataclass
@@ -59,15 +58,6 @@ class Spec:
 
     def save(self, path):
         write_atomic(path, json.dumps(asdict(self), indent=1))
-
-
-def write_atomic(path, text):
-    "Write a file so that a reader (or a restart after a kill) sees the old file or the new one, never half of one."
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def digest(text):
@@ -102,8 +92,7 @@ def build_package(spec, nb, target):
     except GradingError:
         # nbdev cannot parse a cell with a syntax error; a module of the raw cells fails to import in the same way,
         # and the clean room then runs the cells one by one
-        exported = [c.source for c in nb.cells if c.cell_type == "code" and is_export(c.source)]
-        (target / spec.module_file).write_text("\n\n".join(exported) + "\n")
+        (target / spec.module_file).write_text("\n\n".join(exported_sources(nb)) + "\n")
     finally:
         shutil.rmtree(target / "nbs")            # it holds the hidden tests
     if not (target / spec.module_file).exists():
@@ -119,10 +108,10 @@ def nbgrader_run(spec, course_root, package):
     hide = spec.hide + [str(course_root / "source"), str(course_root / "gradebook.db")]
     with patched_environ(sandbox_env(spec, hide, package, course_root.parent / "home-kernel")):
         try:
-            course.autograde(spec.assignment, spec.student, pythonpath=package)
+            course.autograde(spec.assignment, spec.student)
         except GradingError:
             kill_uid(spec.uid)       # once more: a kernel that was slow to start on a busy machine fails the run
-            course.autograde(spec.assignment, spec.student, pythonpath=package)
+            course.autograde(spec.assignment, spec.student)
     tests, _ = course.scores(spec.assignment, spec.student)
     return course, tests
 
@@ -249,7 +238,7 @@ class Reader:
     "JSON lines from the child, each awaited no longer than a deadline."
 
     def __init__(self, fd):
-        self.fd, self.buffer, self.eof = fd, b"", False
+        self.fd, self.buffer, self.eof, self.timed_out = fd, b"", False, False
 
     def next(self, deadline):
         while b"\n" not in self.buffer:
@@ -269,7 +258,7 @@ class Reader:
             return None
 
     def why(self, cell):
-        if getattr(self, "timed_out", False):
+        if self.timed_out:
             return f"{cell['id']} did not finish in time (an endless loop that ignores interrupts?)"
         return f"the process ended while {cell['id']} ran (os._exit, a crash, or a memory or CPU limit)"
 
@@ -333,9 +322,8 @@ def grade(spec):
         restored = restored_notebook(instructor, submitted, released)
         build_package(spec, restored, package)
         answers = {nbgrader_meta(c)["grade_id"]: c.source for c in restored.cells if nbgrader_meta(c).get("solution")}
-        exported = [c.source for c in restored.cells if c.cell_type == "code" and is_export(c.source)]
         verdicts, note = clean_room(spec, plan_cells(instructor, answers), package, workdir,
-                                    spec.hide + [str(workdir / "course")], deadline, exported)
+                                    spec.hide + [str(workdir / "course")], deadline, exported_sources(restored))
         kill_uid(spec.uid)
         result = score(spec, tests, verdicts, {}, [note])
         write_atomic(spec.result, json.dumps(result, indent=1))      # the score is known: a kill from here on loses none
@@ -346,8 +334,6 @@ def grade(spec):
         except GradingError as error:
             course, nbgrader_tests = None, {}
             note = "; ".join(n for n in [note, f"no feedback: nbgrader could not run the notebook ({error})"] if n)
-        finally:
-            kill_uid(spec.uid)
         result = score(spec, tests, verdicts, nbgrader_tests, [note])
         if course is not None:
             write_feedback(course, spec, result)
@@ -373,7 +359,8 @@ def score(spec, tests, verdicts, nbgrader_tests, notes):
                      "instructor's cells (see the feedback)")
     return {"student": spec.student, "assignment": spec.assignment, "tests": rows,
             "score": sum(r["score"] for r in rows.values()), "max_score": sum(r["max_score"] for r in rows.values()),
-            "note": "; ".join(notes), "fingerprint": spec.fingerprint, "isolation": isolation(),
+            "note": "; ".join(notes), "fingerprint": spec.fingerprint,
+            "isolation": "full" if spec.uid is not None else "limits only",   # the grader gives a uid only then
             "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
 
 

@@ -1,5 +1,7 @@
 """Reading notebooks safely, and the layout of the course."""
 import json
+import os
+import threading
 from pathlib import Path
 
 import nbformat
@@ -73,9 +75,15 @@ def solution_lines(notebooks):
     return sorted(line for line in secret if line not in public_text)
 
 
-def write_notebook(nb, path):
+def write_atomic(path, text):
+    "Write a file so that a reader (or a restart after a kill) sees the old file or the new one, never half of one."
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    nbformat.write(nb, str(tmp))
-    tmp.replace(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_notebook(nb, path):
+    text = nbformat.writes(nb)
+    write_atomic(path, text if text.endswith("\n") else text + "\n")     # as nbformat.write ends it
