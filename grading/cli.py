@@ -136,6 +136,24 @@ def cmd_class(args):
     return 1 if wrong else 0
 
 
+def cmd_export_grades(args):
+    from .lms import export_grades
+    report = export_grades(args.grading_dir, args.format, args.out, roster=args.roster, notebooks_dir=args.notebooks,
+                           only=args.assignment, missing=args.missing, hidden_visibility=args.hidden_visibility)
+    for line in report.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if report.not_in_roster:
+        print(f"warning: graded but not in the roster (written without LMS ids): {', '.join(report.not_in_roster)}",
+              file=sys.stderr)
+    if report.not_graded:
+        grade = "0" if args.missing == "zero" else "an empty grade"
+        print(f"warning: in the roster but no graded submission (written with {grade}): "
+              f"{', '.join(report.not_graded)}", file=sys.stderr)
+    where = args.out if args.format != "gradescope" else f"{len(report.written)} results.json files in {args.out}"
+    print(f"{args.format} grades written to {where}")
+    return 0
+
+
 def parser():
     top = argparse.ArgumentParser(prog="python -m grading", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -168,6 +186,23 @@ def parser():
     p.add_argument("--cell-timeout", type=int, default=10, help="seconds one cell may run (default 10)")
     p.add_argument("--notebook-timeout", type=int, default=120, help="seconds one submission may take (default 120)")
     p.set_defaults(run=cmd_class)
+    p = sub.add_parser("export-grades", help="the gradebook of an autograde run as an LMS imports it (Canvas, Moodle "
+                                             "or Gradescope)")
+    p.add_argument("grading_dir", metavar="GRADING_DIR", help="the --out folder of autograde (has gradebook.json)")
+    p.add_argument("--format", required=True, metavar="{canvas,moodle,gradescope}",
+                   help="canvas: gradebook import CSV; moodle: grade import CSV; gradescope: a results.json per "
+                        "student and assignment")
+    p.add_argument("--out", required=True, help="the CSV file to write (for gradescope: a folder)")
+    p.add_argument("--roster", default=None, help="CSV with header student,name,email[,lms_id,sis_id,login_id,section]")
+    p.add_argument("--assignment", action="append", default=None, help="export only this assignment (repeatable)")
+    p.add_argument("--missing", default="blank", choices=["blank", "zero"],
+                   help="grade of an assignment with no graded submission (default blank)")
+    p.add_argument("--hidden-visibility", default="after_published", metavar="VISIBILITY",
+                   help="Gradescope visibility of hidden tests: hidden, after_due_date, after_published (default), "
+                        "visible")
+    p.add_argument("--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this "
+                                                     "repository), to tell hidden tests from visible ones")
+    p.set_defaults(run=cmd_export_grades)
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")
     p.add_argument("--out", default="demo-output", help="folder for everything it makes (default demo-output)")
     p.set_defaults(run=cmd_demo)

@@ -1,0 +1,335 @@
+"""Grade export for Canvas, Moodle and Gradescope: a hand-made gradebook exported in each format and read back in
+that format's documented layout; roster mismatches are listed, never dropped; bad input gets a one-line error."""
+
+import csv
+import json
+
+import pytest
+
+from conftest import run_cli
+from grading.errors import GradingError
+from grading.lms import export_grades, read_roster
+
+HIDDEN = "### BEGIN HIDDEN TESTS"
+
+
+def scored(score, max_score, message=""):
+    return {"score": score, "max_score": max_score, "message": message}
+
+
+GRADEBOOK = {
+    "alice": {
+        "04_elementwise": {
+            "score": 5.0,
+            "max_score": 5.0,
+            "note": "",
+            "tests": {
+                "add_backward": scored(1.0, 1.0),
+                "add_backward_hidden": scored(2.0, 2.0),
+                "sub_backward": scored(2.0, 2.0),
+            },
+        },
+        "05_matmul_and_reductions": {
+            "score": 1.5,
+            "max_score": 4.0,
+            "note": "",
+            "tests": {"matmul_backward": scored(1.5, 1.5), "sum_backward": scored(0.0, 2.5, "AssertionError")},
+        },
+    },
+    "bob": {
+        "04_elementwise": {
+            "score": 0.0,
+            "max_score": 5.0,
+            "note": "",
+            "tests": {
+                "add_backward": scored(0.0, 1.0, "NotImplementedError: Exercise AddBackward is not done yet"),
+                "add_backward_hidden": scored(0.0, 2.0, "NotImplementedError"),
+                "sub_backward": scored(0.0, 2.0, "NotImplementedError"),
+            },
+        }
+    },
+    # a submission autograde could not read: an entry without tests
+    "nick": {"04_elementwise": {"score": 0, "max_score": 0, "note": "not a valid notebook (not valid JSON)"}},
+    # graded, but not in the roster
+    "zed": {
+        "04_elementwise": {
+            "score": 3.0,
+            "max_score": 5.0,
+            "note": "",
+            "tests": {
+                "add_backward": scored(1.0, 1.0),
+                "add_backward_hidden": scored(2.0, 2.0),
+                "sub_backward": scored(0.0, 2.0, "wrong sign"),
+            },
+        }
+    },
+}
+
+ROSTER = [
+    ["student", "name", "email", "lms_id", "sis_id", "section"],
+    ["alice", "Alice Liddell", "alice@example.edu", "101", "S-1", "A"],
+    ["bob", "Bob Builder", "bob@example.edu", "102", "S-2", "A"],
+    ["carol", "Carol Danvers", "carol@example.edu", "103", "S-3", "B"],  # in the roster, nothing submitted
+    ["nick", "Nick Fury", "nick@example.edu", "104", "S-4", "B"],
+]
+
+
+def notebook(cells):
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}
+
+
+def cell_of(grade_id, points, hidden=False):
+    source = [f"# test: {grade_id} ({points} points)\n", "assert True\n"]
+    if hidden:
+        source += [f"{HIDDEN}\n", "assert True\n", "### END HIDDEN TESTS\n"]
+    meta = {"grade": True, "grade_id": grade_id, "points": points, "locked": True, "solution": False}
+    return {"cell_type": "code", "metadata": {"nbgrader": meta}, "source": source, "outputs": []}
+
+
+@pytest.fixture
+def grading(tmp_path):
+    "A grading folder (gradebook.json made by hand), a roster and the instructor notebooks it refers to."
+    out = tmp_path / "grades"
+    out.mkdir()
+    (out / "gradebook.json").write_text(json.dumps(GRADEBOOK, indent=1, sort_keys=True))
+    with open(tmp_path / "roster.csv", "w", newline="") as f:
+        csv.writer(f).writerows(ROSTER)
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    # the notebook's order (sub_backward before add_backward_hidden) is not the gradebook's alphabetical one
+    cells = [cell_of("add_backward", 1), cell_of("sub_backward", 2), cell_of("add_backward_hidden", 2, True)]
+    (nbs / "04_elementwise.ipynb").write_text(json.dumps(notebook(cells)))
+    cells = [cell_of("matmul_backward", 1.5, True), cell_of("sum_backward", 2.5)]
+    (nbs / "05_matmul_and_reductions.ipynb").write_text(json.dumps(notebook(cells)))
+    return out, tmp_path / "roster.csv", nbs
+
+
+def export(grading, fmt, out, *extra, roster=True):
+    grades, roster_path, nbs = grading
+    args = ["export-grades", grades, "--format", fmt, "--out", out, "--notebooks", nbs, *extra]
+    if roster:
+        args += ["--roster", roster_path]
+    return run_cli(*args)
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def test_canvas_gradebook_import_layout(grading, tmp_path):
+    result = export(grading, "canvas", tmp_path / "canvas.csv")
+    assert result.returncode == 0, result.stderr
+    rows = read_csv(tmp_path / "canvas.csv")
+    # Canvas's importer: Student, ID, then SIS User ID, SIS Login ID, and Section as the last student column
+    assert rows[0] == [
+        "Student",
+        "ID",
+        "SIS User ID",
+        "SIS Login ID",
+        "Section",
+        "04_elementwise",
+        "05_matmul_and_reductions",
+    ]
+    assert rows[1] == ["Points Possible", "", "", "", "", "5", "4"]
+    by_name = {r[0]: r for r in rows[2:]}
+    assert [r[0] for r in rows[2:]] == ["Alice Liddell", "Bob Builder", "Carol Danvers", "Nick Fury", "zed"]
+    assert by_name["Alice Liddell"] == ["Alice Liddell", "101", "S-1", "alice@example.edu", "A", "5", "1.5"]
+    assert by_name["Bob Builder"][5:] == ["0", ""]
+    assert by_name["Carol Danvers"] == ["Carol Danvers", "103", "S-3", "carol@example.edu", "B", "", ""]
+    assert by_name["Nick Fury"][5:] == ["0", ""], "an unreadable submission scores 0, as in grades.csv"
+    assert by_name["zed"] == ["zed", "", "", "", "", "3", ""]
+    assert all(len(r) == len(rows[0]) for r in rows)
+
+
+def test_roster_mismatches_are_listed_on_stderr(grading, tmp_path):
+    result = export(grading, "canvas", tmp_path / "canvas.csv")
+    lines = result.stderr.splitlines()
+    assert any("not in the roster" in line and "zed" in line for line in lines), result.stderr
+    assert any("no graded submission" in line and "carol" in line for line in lines), result.stderr
+    assert "canvas grades written to" in result.stdout
+
+
+def test_missing_zero_fills_what_was_not_graded(grading, tmp_path):
+    assert export(grading, "canvas", tmp_path / "c.csv", "--missing", "zero").returncode == 0
+    rows = {r[0]: r for r in read_csv(tmp_path / "c.csv")[2:]}
+    assert rows["Carol Danvers"][5:] == ["0", "0"] and rows["Bob Builder"][5:] == ["0", "0"]
+
+
+def test_moodle_grade_import_layout(grading, tmp_path):
+    result = export(grading, "moodle", tmp_path / "moodle.csv")
+    assert result.returncode == 0, result.stderr
+    rows = read_csv(tmp_path / "moodle.csv")
+    assert rows[0] == ["ID number", "Email address", "Full name", "04_elementwise", "05_matmul_and_reductions"]
+    by_email = {r[1]: r for r in rows[1:]}
+    assert by_email["alice@example.edu"] == ["S-1", "alice@example.edu", "Alice Liddell", "5", "1.5"]
+    assert by_email["carol@example.edu"] == ["S-3", "carol@example.edu", "Carol Danvers", "", ""]
+    assert by_email[""] == ["", "", "zed", "3", ""], "a student missing from the roster keeps a row"
+    assert len(rows) == 1 + 5
+
+
+def test_gradescope_results_json_per_student(grading, tmp_path):
+    out = tmp_path / "gradescope"
+    result = export(grading, "gradescope", out)
+    assert result.returncode == 0, result.stderr
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("results.json"))
+    students = ["alice", "bob", "carol", "nick", "zed"]
+    assert written == sorted(
+        f"{a}/{s}/results.json" for a in ["04_elementwise", "05_matmul_and_reductions"] for s in students
+    )
+    alice = json.loads((out / "04_elementwise" / "alice" / "results.json").read_text())
+    assert alice["score"] == 5.0
+    assert [t["name"] for t in alice["tests"]] == ["add_backward", "sub_backward", "add_backward_hidden"]
+    for test in alice["tests"]:
+        assert set(test) == {"name", "score", "max_score", "status", "visibility", "output"}
+    visibility = {t["name"]: t["visibility"] for t in alice["tests"]}
+    assert visibility == {
+        "add_backward": "visible",
+        "sub_backward": "visible",
+        "add_backward_hidden": "after_published",
+    }
+    assert sum(t["score"] for t in alice["tests"]) == alice["score"]
+    assert alice["extra_data"]["email"] == "alice@example.edu"
+    bob = json.loads((out / "04_elementwise" / "bob" / "results.json").read_text())
+    assert bob["score"] == 0 and {t["status"] for t in bob["tests"]} == {"failed"}
+    assert bob["tests"][0]["output"].startswith("NotImplementedError")
+    matmul = json.loads((out / "05_matmul_and_reductions" / "alice" / "results.json").read_text())
+    assert [(t["name"], t["score"], t["max_score"], t["visibility"], t["status"]) for t in matmul["tests"]] == [
+        ("matmul_backward", 1.5, 1.5, "after_published", "passed"),
+        ("sum_backward", 0.0, 2.5, "visible", "failed"),
+    ]
+    carol = json.loads((out / "04_elementwise" / "carol" / "results.json").read_text())
+    assert carol["score"] == 0 and carol["tests"] == [] and "No submission" in carol["output"]
+    nick = json.loads((out / "04_elementwise" / "nick" / "results.json").read_text())
+    assert nick["score"] == 0 and "not a valid notebook" in nick["output"]
+
+
+def test_gradescope_hidden_visibility_and_one_assignment(grading, tmp_path):
+    out = tmp_path / "gs"
+    result = export(grading, "gradescope", out, "--assignment", "04_elementwise", "--hidden-visibility", "hidden")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["04_elementwise"]
+    zed = json.loads((out / "04_elementwise" / "zed" / "results.json").read_text())
+    assert {t["name"]: t["visibility"] for t in zed["tests"]}["add_backward_hidden"] == "hidden"
+
+
+def test_gradescope_tests_of_an_unknown_notebook_stay_hidden(grading, tmp_path):
+    grades, roster, nbs = grading
+    (nbs / "05_matmul_and_reductions.ipynb").unlink()
+    report = export_grades(grades, "gradescope", tmp_path / "gs", roster=roster, notebooks_dir=nbs)
+    assert any("05_matmul_and_reductions" in w and "no instructor notebook" in w for w in report.warnings)
+    alice = json.loads((tmp_path / "gs" / "05_matmul_and_reductions" / "alice" / "results.json").read_text())
+    assert {t["visibility"] for t in alice["tests"]} == {"after_published"}
+
+
+def test_per_test_scores_come_from_results_when_the_gradebook_lacks_them(grading, tmp_path):
+    grades, roster, nbs = grading
+    book = json.loads((grades / "gradebook.json").read_text())
+    tests = book["zed"]["04_elementwise"].pop("tests")
+    (grades / "gradebook.json").write_text(json.dumps(book))
+    (grades / "results" / "zed").mkdir(parents=True)
+    (grades / "results" / "zed" / "04_elementwise.json").write_text(json.dumps({"tests": tests, "score": 3.0}))
+    export_grades(grades, "gradescope", tmp_path / "gs", roster=roster, notebooks_dir=nbs)
+    zed = json.loads((tmp_path / "gs" / "04_elementwise" / "zed" / "results.json").read_text())
+    assert len(zed["tests"]) == 3 and zed["score"] == 3.0
+
+
+def test_without_a_roster_everyone_graded_is_written_and_the_gap_is_said(grading, tmp_path):
+    result = export(grading, "moodle", tmp_path / "m.csv", roster=False)
+    assert result.returncode == 0, result.stderr
+    assert [r[2] for r in read_csv(tmp_path / "m.csv")[1:]] == ["alice", "bob", "nick", "zed"]
+    assert "no --roster" in result.stderr
+
+
+def test_a_problem_without_an_assignment_is_reported_not_made_a_column(grading, tmp_path):
+    grades, roster, nbs = grading
+    book = json.loads((grades / "gradebook.json").read_text())
+    book["erin"] = {"stray.ipynb": {"score": 0, "max_score": 0, "note": "a notebook outside an assignment folder"}}
+    (grades / "gradebook.json").write_text(json.dumps(book))
+    result = export(grading, "canvas", tmp_path / "c.csv")
+    assert result.returncode == 0, result.stderr
+    rows = read_csv(tmp_path / "c.csv")
+    assert "stray.ipynb" not in rows[0] and "erin" in [r[0] for r in rows]
+    assert "erin/stray.ipynb: not an assignment" in result.stderr
+
+
+def one_line_error(result):
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_error_missing_gradebook(grading, tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run_cli("export-grades", tmp_path / "empty", "--format", "canvas", "--out", tmp_path / "c.csv")
+    assert "gradebook.json: no gradebook here" in one_line_error(result)
+    result = run_cli("export-grades", tmp_path / "nowhere", "--format", "canvas", "--out", tmp_path / "c.csv")
+    assert "no such folder" in one_line_error(result)
+
+
+def test_error_unknown_format(grading, tmp_path):
+    assert "unknown format 'blackboard'" in one_line_error(export(grading, "blackboard", tmp_path / "x.csv"))
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_error_gradebook_not_json(grading, tmp_path):
+    (grading[0] / "gradebook.json").write_text("{half a file")
+    assert "not a readable gradebook" in one_line_error(export(grading, "canvas", tmp_path / "x.csv"))
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("student,name\nalice,Alice\n", "line 1: the header must be student,name,email"),
+        ("student,name,email,phone\n", "line 1: the header must be"),
+        ("student,name,email\nalice,Alice,alice@example.edu\nbob,Bob\n", "line 3: 2 fields, the header has 3"),
+        ("student,name,email\n,Nobody,n@example.edu\n", "line 2: the student id"),
+        (
+            "student,name,email\nalice,Alice,alice@example.edu\n\nalice,Again,a2@example.edu\n",
+            "line 4: student 'alice' is already on line 2",
+        ),
+        ("student,name,email\nalice,Alice,not-an-address\n", "line 2: 'not-an-address' is not an email address"),
+        ("", "the roster is empty"),
+    ],
+)
+def test_error_malformed_roster_names_the_line(grading, tmp_path, text, words):
+    (tmp_path / "bad.csv").write_text(text)
+    with pytest.raises(GradingError, match=words.replace("(", r"\(")):
+        read_roster(tmp_path / "bad.csv")
+
+
+def test_error_malformed_roster_from_the_command_line(grading, tmp_path):
+    grades, _, nbs = grading
+    (tmp_path / "bad.csv").write_text("student,name,email\nalice,Alice\n")
+    result = run_cli(
+        "export-grades",
+        grades,
+        "--format",
+        "moodle",
+        "--out",
+        tmp_path / "m.csv",
+        "--roster",
+        tmp_path / "bad.csv",
+        "--notebooks",
+        nbs,
+    )
+    assert "bad.csv line 2: 2 fields" in one_line_error(result)
+    result = run_cli(
+        "export-grades",
+        grades,
+        "--format",
+        "moodle",
+        "--out",
+        tmp_path / "m.csv",
+        "--roster",
+        tmp_path / "none.csv",
+        "--notebooks",
+        nbs,
+    )
+    assert "no such roster file" in one_line_error(result)
+
+
+def test_roster_with_a_byte_order_mark_and_optional_columns(tmp_path):
+    (tmp_path / "r.csv").write_text("\ufeffStudent,Name,Email,login_id\nalice,Alice,alice@example.edu,aliddell\n")
+    (person,) = read_roster(tmp_path / "r.csv")
+    assert (person.student, person.login_id, person.lms_id) == ("alice", "aliddell", "")
