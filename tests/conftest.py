@@ -16,6 +16,13 @@ def run_cli(*args, cwd=REPO):
                           capture_output=True, text=True, timeout=1800)
 
 
+def pytest_collection_modifyitems(items):
+    "A test that needs the released kit is slow: it releases the course and, mostly, autogrades submissions of it."
+    for item in items:
+        if "kit" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def kit(tmp_path_factory):
     "The student kit, released once for the whole test session."

@@ -21,6 +21,7 @@ SCREENSHOT = REPO / "tests" / "artifacts" / "jupyterlab-01_tensor.png"
 VISIBLE_OUTPUTS = ["elementwise operations work", "matrix products work", "reductions work"]
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it: "
                                                      "apt-get install chromium)"),
     pytest.mark.skipif(shutil.which("jupyter") is None and not (Path(sys.executable).parent / "jupyter").exists(),

@@ -46,6 +46,7 @@ def test_metadata_check_reports_a_malformed_notebook(tmp_path):
     assert "empty" in one_line_error(run_cli("metadata", "--check", tmp_path / "broken.ipynb"))[0]
 
 
+@pytest.mark.slow  # runs autograde
 def test_bad_submissions_are_reported_in_the_table_and_on_the_console(tmp_path):
     subs = tmp_path / "subs"
     (subs / "dave" / "01_tensor").mkdir(parents=True)

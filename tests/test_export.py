@@ -3,7 +3,11 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
+
+pytestmark = pytest.mark.slow  # nbdev_export of every notebook
 
 
 def python_files(root):

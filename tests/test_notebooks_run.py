@@ -1,12 +1,47 @@
-"""Every notebook runs top to bottom, solutions in place, without an error."""
+"""Every notebook runs top to bottom, solutions in place, without an error: every code cell runs, and none fails.
+
+NotebookClient stops at the first cell that raises (CellExecutionError); the test turns that into a failure naming the
+notebook, the cell (its number, nbgrader id and first line) and the error, instead of a bare traceback."""
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from conftest import REPO
 
+pytestmark = pytest.mark.slow  # runs every notebook in a kernel
+
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+
+
+def describe(nb, index):
+    "Cell `index` of `nb` as a reader finds it: its number, its nbgrader id and its first line."
+    cell = nb.cells[index]
+    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    first = next((line for line in cell.source.splitlines() if line.strip()), "")
+    return f"cell {index}" + (f" ({grade_id})" if grade_id else "") + f": {first[:80]!r}"
+
+
+def errors_in(nb):
+    "[(cell index, 'Name: value')] for every error output, except in cells tagged raises-exception."
+    return [
+        (i, f"{o.get('ename')}: {o.get('evalue')}")
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        if "raises-exception" not in c.get("metadata", {}).get("tags", [])
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
+
+
+def failed_cell(nb):
+    "The index of the cell that stopped the run: the one with an error output, else the last one that started."
+    found = errors_in(nb)
+    if found:
+        return found[0][0]
+    started = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count") is not None]
+    return started[-1] if started else 0
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -14,6 +49,18 @@ def test_notebook_runs(path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     monkeypatch.setenv("TINYTORCH_QUIET", "1")
     nb = nbformat.read(path, 4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert not errors
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    stopped = None
+    try:
+        client.execute()
+    except CellExecutionError as error:
+        stopped = f"raised {error.ename}: {error.evalue}"
+    except (CellTimeoutError, DeadKernelError) as error:
+        stopped = f"{type(error).__name__}: {error}"
+    if stopped:  # outside the except block, so the report is this line, not two chained tracebacks
+        pytest.fail(f"{path.name}, {describe(nb, failed_cell(nb))} {stopped}", pytrace=False)
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
+    not_run = [i for i in code if nb.cells[i].get("execution_count") is None]
+    assert code and not not_run, f"{path.name}: cells {not_run} were not run"
+    errors = errors_in(nb)
+    assert not errors, f"{path.name}: " + "; ".join(f"{describe(nb, i)}: {e}" for i, e in errors)

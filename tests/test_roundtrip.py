@@ -9,6 +9,8 @@ from conftest import REPO, run_cli
 from grading.demo import make_submissions, solved
 from grading.notebooks import read_notebook, solution_lines, write_notebook
 
+pytestmark = pytest.mark.slow  # releases the kit and autogrades it
+
 WRONG_MUL = ("unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
              "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)")
 
