@@ -7,12 +7,12 @@ every submission whose result is still valid: same submission, same instructor n
 of a notebook changed (a hidden test was fixed), only those tests' scores are replaced.
 """
 import concurrent.futures
+import contextlib
 import csv
 import hashlib
 import io
 import json
 import os
-import queue
 import shutil
 import signal
 import subprocess
@@ -24,15 +24,13 @@ from pathlib import Path
 
 from .course import CELL_TIMEOUT, Course
 from .errors import GradingError
-from .execute import write_kernelspec
-from .job import Spec, digest, kill_uid, test_cells
+from . import sandbox
+from .job import Spec, digest, test_cells
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic
 from .release import check_sources, copy_package_skeleton, export_package, kit_settings
-from .sandbox import isolation
 
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note"]
-GRADER_VERSION = "2"          # part of every result's fingerprint: bump it when grading itself changes
-SLOT_UID = 61000              # grading slot k runs student code as user id SLOT_UID + k (as root)
+GRADER_VERSION = "3"          # part of every result's fingerprint: bump it when grading itself changes
 NOTEBOOK_TIMEOUT = 900        # seconds one submission may take, both runs together
 
 
@@ -143,8 +141,8 @@ def merge(previous, new, tests):
 # -- Preparing the grading folder ------------------------------------------------------------------------------------
 
 def prepare(notebooks, state):
-    """The master nbgrader course (gradebook made by generate_assignment), the reference package and the sandbox
-    kernelspec, made once and reused by later runs while the instructor's notebooks are unchanged."""
+    """The master nbgrader course (gradebook made by generate_assignment), the reference package, and the student
+    version of the course for the feedback runs, made once and reused while the instructor's notebooks are unchanged."""
     stamp = digest(GRADER_VERSION + "".join(file_fingerprint(p) for p in notebooks.values()))
     if (state / "prepared").exists() and (state / "prepared").read_text() == stamp:
         return
@@ -159,32 +157,31 @@ def prepare(notebooks, state):
     (reference / "settings.ini").write_text(kit_settings(REPO / "settings.ini", nbs_path="nbs"))
     copy_package_skeleton(reference)
     export_package(reference)
-    write_kernelspec(state / "jupyter")
     write_atomic(state / "prepared", stamp)
 
 
-def hidden_paths(out, submissions, notebooks_dir):
-    "What a student's code must not see: the grading output, every submission, the instructor's files."
-    import importlib.util
-    paths = [out, submissions, notebooks_dir, REPO]
-    spec = importlib.util.find_spec("tinytorch")
-    if spec and spec.submodule_search_locations:
-        paths += list(spec.submodule_search_locations)      # an installed reference package is the answer key
-    return [str(Path(p).resolve()) for p in paths]
+def feedback_course(state, assignment):
+    """The student version of one assignment as an nbgrader course (made from the release: no solutions, no hidden
+    tests), for the feedback run inside the sandbox; made the first time it is needed."""
+    folder = state / "feedback" / assignment
+    if not (folder / "ready").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        released = state / "master" / "release" / assignment / f"{assignment}.ipynb"
+        Course(folder).add_assignments({assignment: released})
+        shutil.rmtree(folder / "release", ignore_errors=True)
+        (folder / "ready").write_text("")
+    return folder
 
 
 def make_scratch():
-    "Where jobs make their folders: outside every hidden path; listable by nobody but root."
-    scratch = Path(tempfile.mkdtemp(prefix="tinytorch-grading-"))
-    scratch.chmod(0o711)
-    return scratch
+    "Where this run's jobs make their folders (each job's own is mode 0700); a new one per run."
+    return Path(tempfile.mkdtemp(prefix="tinytorch-grading-"))
 
 
 # -- Running the jobs ------------------------------------------------------------------------------------------------
 
-def run_job(spec, spec_path, slot, timeout):
+def run_job(spec, spec_path, timeout):
     "Run one job in its own process; return (result, None), or (None, what went wrong)."
-    spec.uid = SLOT_UID + slot if isolation() == "full" else None
     spec.save(spec_path)
     Path(spec.result).unlink(missing_ok=True)
     log = Path(spec_path).with_suffix(".log")
@@ -195,9 +192,8 @@ def run_job(spec, spec_path, slot, timeout):
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(process.pid, signal.SIGKILL)       # its sandboxes die with it (--die-with-parent)
             process.wait()
-            kill_uid(spec.uid)
             scored = load_result(spec.result)        # the clean room finished: only the feedback is missing
             if scored is not None:
                 scored["note"] = "; ".join(n for n in [scored["note"], f"the notebook run for the feedback took "
@@ -205,7 +201,6 @@ def run_job(spec, spec_path, slot, timeout):
                 return scored, None
             return None, (f"grading took longer than {timeout} s and was stopped (an endless loop that ignores "
                           "interrupts?); no test could be scored")
-    kill_uid(spec.uid)
     result = load_result(spec.result)
     if process.returncode == 0 and result is not None:
         return result, None
@@ -287,9 +282,10 @@ def plot_distribution(rows, path):
 # -- The command -----------------------------------------------------------------------------------------------------
 
 def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=None, progress=None,
-              notebook_timeout=NOTEBOOK_TIMEOUT, memory_mb=4096, log=None):
+              notebook_timeout=NOTEBOOK_TIMEOUT, memory_mb=4096, log=None, unsafe_no_sandbox=False):
     "Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/."
     log = log or (lambda message: None)
+    sandboxed = sandbox.check(unsafe=unsafe_no_sandbox)
     notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
     notebooks = course_notebooks(notebooks_dir)
     check_sources(notebooks)
@@ -298,14 +294,34 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
     found, problems = find_submissions(submissions, known)
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    with run_lock(out, log):
+        return _autograde(out, submissions, notebooks, instructor, found, problems, cell_timeout, workers, progress,
+                          notebook_timeout, memory_mb, log, sandboxed)
+
+
+@contextlib.contextmanager
+def run_lock(out, log):
+    "One autograde run at a time per output folder: a second run waits for the first, then finds its results."
+    import fcntl
+    with open(out / ".grading.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another autograde run is writing {out}: waiting for it to finish")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _autograde(out, submissions, notebooks, instructor, found, problems, cell_timeout, workers, progress,
+               notebook_timeout, memory_mb, log, sandboxed):
     state = out / ".grading"
     if found:
         prepare(notebooks, state)
+    courses = {a: feedback_course(state, a) for a in sorted({a for _, a, _ in found})}
     modules = {stem: module_of(nb) for stem, nb in instructor.items()}
     order = list(notebooks)
     tests = {stem: test_cells(nb) for stem, nb in instructor.items()}
     setup = {stem: setup_fingerprint(nb) for stem, nb in instructor.items()}
-    hide = hidden_paths(out, submissions, notebooks_dir)
     done, todo = {}, []
     for student, assignment, path in found:
         fingerprint = {"submission": file_fingerprint(path), "setup": setup[assignment]}
@@ -331,10 +347,6 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
     workers = max(1, workers or os.cpu_count() or 1)
     if todo:
         scratch = make_scratch()
-        slots = queue.Queue()
-        for k in range(workers):
-            slots.put(k)
-            kill_uid(SLOT_UID + k if isolation() == "full" else None)     # leftovers of a killed run
 
         def grade(item):
             student, assignment, path, fingerprint, previous = item
@@ -345,17 +357,12 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
                         master=str(state / "master"), reference=str(state / "reference"),
                         module_file=modules[assignment].replace(".", "/") + ".py", module=modules[assignment],
                         earlier_modules=[modules[s] for s in order[:index] if modules[s]],
-                        scratch=str(scratch), result=str(state / "jobs" / f"{student}__{assignment}.json"),
+                        scratch=str(scratch), result=str(jobs / f"{student}__{assignment}.json"),
                         feedback=str(out / "feedback" / student / f"{assignment}.html"),
-                        kernelspec=str(state / "jupyter"), cell_timeout=cell_timeout or CELL_TIMEOUT,
-                        notebook_timeout=notebook_timeout,
-                        memory_mb=memory_mb, hide=hide, fingerprint=fingerprint)
-            slot = slots.get()
-            try:
-                result = run_job(spec, state / "jobs" / f"{student}__{assignment}.spec.json", slot, notebook_timeout)
-            finally:
-                slots.put(slot)
-            result, failure = result
+                        feedback_course=str(courses[assignment]), cell_timeout=cell_timeout or CELL_TIMEOUT,
+                        notebook_timeout=notebook_timeout, sandboxed=sandboxed, memory_mb=memory_mb,
+                        fingerprint=fingerprint)
+            result, failure = run_job(spec, jobs / f"{student}__{assignment}.spec.json", notebook_timeout)
             if failure is not None:
                 result = failed_result(spec, tests[assignment], failure)
             if previous is not None:
@@ -367,7 +374,7 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
                 done[(student, assignment)] = result
             publish()
 
-        (state / "jobs").mkdir(parents=True, exist_ok=True)
+        jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))   # this run's own: two runs never share one
         try:
             with concurrent.futures.ThreadPoolExecutor(workers) as pool:
                 futures = [pool.submit(grade, item) for item in todo]
@@ -377,6 +384,7 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
                     future.result()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(jobs, ignore_errors=True)
     rows = publish()
     if rows:
         plot_distribution(rows, out / "distribution.png")

@@ -37,9 +37,9 @@ def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
                                         LimitOutput, SaveAutoGrades)
     from .feedback import HideHiddenTests
     c = Config()
-    if sandboxed:       # nbgrader's list, with our Execute: the kernel runs in grading.sandbox, output is capped
-        from .execute import KERNEL_NAME, SandboxedExecute
-        c.Execute.kernel_name = KERNEL_NAME
+    if sandboxed:       # nbgrader's list, with our Execute (output capped, a dead kernel survived); in the sandbox
+        from .execute import SandboxedExecute
+        c.Execute.kernel_name = "python3"
         c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                                SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     c.CourseDirectory.root = str(root)

@@ -1,25 +1,11 @@
-"""How nbgrader runs a submission: in the sandbox, with its output capped, surviving a kernel that dies."""
+"""How nbgrader runs a submission (inside the sandbox, grading.inside): output capped, surviving a kernel that dies."""
 import json
-import sys
-from pathlib import Path
 
 from nbclient.exceptions import DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 
-KERNEL_NAME = "tinytorch-sandbox"
 OUTPUT_LIMIT = 100_000      # characters of output kept per cell; the rest is dropped as it arrives
-
-
-def write_kernelspec(folder):
-    "A kernelspec that starts ipykernel through grading.sandbox; put `folder` on JUPYTER_PATH to use it."
-    spec = Path(folder) / "kernels" / KERNEL_NAME
-    spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "grading.sandbox", "--", sys.executable, "-m", "ipykernel_launcher",
-                 "-f", "{connection_file}"],
-        "display_name": "Python 3 (grading sandbox)", "language": "python"}))
-    return Path(folder)
 
 
 def text_of(output):

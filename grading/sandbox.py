@@ -1,182 +1,142 @@
-"""Run a student's code with limits: `python -m grading.sandbox -- COMMAND...`.
+"""The sandbox every process that runs a student's code starts in: bubblewrap (`bwrap`), one per process.
 
-The grader starts every process that runs submitted code (the nbgrader kernel, the clean-room check) through this
-launcher. Its settings come as JSON in the environment variable TINYTORCH_SANDBOX (see `Limits`). It always:
+bubblewrap (Debian package `bubblewrap`) makes new user, PID, mount, network, IPC, UTS and cgroup namespaces
+without root. Inside, the student's code sees:
 
-* caps memory (address space), CPU seconds, the size of any file written, and core dumps (setrlimit);
-* gives the process a private, empty home and temporary folder, and one BLAS thread;
-* closes standard input, so input() fails at once instead of waiting.
+* a read-only view of the system's libraries (/usr), of Python and its packages, of the student's own package and of
+  the grader's two worker files, and nothing else of the machine: no grading folder, no submissions, no instructor
+  notebooks, no home folders;
+* a private, empty /tmp and home (tmpfs, gone with the sandbox), no network (only its own loopback), its own PID 1;
+* a scrubbed environment, closed standard input, rlimits on memory, CPU time, file size and core dumps.
 
-Run as root with a user id to run as (the grader gives one when `isolation()` is 'full'), it also:
+`--die-with-parent` and the PID namespace make the end of the sandbox total: when the grader kills bwrap (or dies),
+every process inside is killed by the kernel, however many times it forked. Nothing is written outside, so nothing
+is left behind; results come back only through the pipes the grader passed in.
 
-* hides folders and files in a private mount namespace: the grading output (gradebook, grade table, other students'
-  results), the submissions folder, the instructor's notebooks, the reference package and the course files holding
-  hidden tests appear empty;
-* drops to an unprivileged user id of its own (one per grading slot), so the student's code cannot write anything
-  the grader owns, nor signal another student's process.
-
-Otherwise the first list still applies; `isolation()` says which mode is in force.
+Where bwrap is missing or user namespaces are not allowed, `check()` says why and the grader refuses to grade
+unless it is told `--unsafe-no-sandbox` (then the same command runs without isolation, with the limits only).
 """
-import ctypes
 import functools
-import json
 import os
 import resource
 import shutil
 import subprocess
 import sys
-import tempfile
-from dataclasses import asdict, dataclass, field
 
-ENV = "TINYTORCH_SANDBOX"
-CLONE_NEWNS, MS_RDONLY, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 0x00020000, 1, 4096, 8192, 16384, 1 << 18
+from .errors import GradingError
 
-
-@dataclass
-class Limits:
-    memory_mb: int = 4096          # address space of the process; numpy raises MemoryError beyond it
-    cpu_seconds: int = 1800        # CPU time; the kernel is killed (SIGXCPU) beyond it
-    file_mb: int = 64              # largest file the process may write
-    uid: int | None = None         # run as this user id (root only)
-    home: str | None = None        # the private home to use (made if missing; default: a new temporary folder)
-    hide: list = field(default_factory=list)   # paths to hide (root only)
-
-    def to_env(self):
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_env(cls):
-        return cls(**json.loads(os.environ.get(ENV, "{}")))
+HOME = "/home/student"
+SANDBOX_UID = 65534       # the student's user id inside (nobody); it maps to the grader's own id outside
+SYSTEM_DIRS = ["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin"]
+SYSTEM_FILES = ["/etc/ld.so.cache", "/etc/localtime"]
+SYSTEM_SHARED = ["/etc/fonts", "/etc/alternatives"]
+BASE_ENV = {"HOME": HOME, "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp", "MPLBACKEND": "Agg", "IPYTHONDIR": "/tmp/.ipython",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0", "TINYTORCH_QUIET": "1", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) on a host that allows unprivileged "
+                "user namespaces, or grade in the container of grading/Dockerfile; --unsafe-no-sandbox grades without "
+                "isolation (only for code you trust)")
 
 
 @functools.lru_cache(maxsize=None)
-def isolation():
-    """'full' when the grader can hide files and drop privileges (root on Linux, allowed to make a mount namespace:
-    a container without CAP_SYS_ADMIN is not), else 'limits only'."""
-    if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        return "limits only"
-    probe = subprocess.run([sys.executable, "-c", "from grading.sandbox import private_mounts; private_mounts()"],
-                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), capture_output=True)
-    return "full" if probe.returncode == 0 else "limits only"
-
-
-def _libc_call(name, *args):
-    libc = ctypes.CDLL(None, use_errno=True)
-    if getattr(libc, name)(*args) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"{name}: {os.strerror(error)}")
-
-
-def private_mounts():
-    "A mount namespace of our own: what we mount from here on is seen by this process and its children only."
-    _libc_call("unshare", CLONE_NEWNS)
-    _libc_call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-
-
-def blocked_at(path):
-    "The first folder above `path` that other users may not enter (e.g. /root, mode 0700), and its child on the way."
-    parts = os.path.abspath(path).split(os.sep)[1:]
-    for i in range(len(parts) - 1):
-        folder = os.sep + os.sep.join(parts[:i]) if i else os.sep
-        if not os.stat(folder).st_mode & 0o001:
-            return folder, os.path.join(folder, parts[i])
+def problem():
+    "None when bwrap can make a sandbox here; else one line saying why not."
+    if not sys.platform.startswith("linux"):
+        return "the sandbox needs Linux (bubblewrap)"
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    probe = subprocess.run(command([os.path.realpath(sys.executable), "-c", "pass"], binds=[]),
+                           capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        return f"bwrap cannot make a sandbox here: {(probe.stderr.strip().splitlines() or ['?'])[-1]}"
     return None
 
 
-def expose(paths):
-    """Let the unprivileged user reach Python itself. When Python lives in a folder only root may enter (pyenv under
-    /root), cover that folder with an empty one holding just the way to Python; the rest of it stays out of reach."""
-    for path in paths:
-        blocked = blocked_at(path)
-        if blocked is None:
-            continue
-        folder, child = blocked
-        hold = tempfile.mkdtemp(prefix="tinytorch-expose-")
-        _libc_call("mount", os.fsencode(child), os.fsencode(hold), None, MS_BIND | MS_REC, None)
-        _libc_call("mount", b"tmpfs", os.fsencode(folder), b"tmpfs", 0, b"size=4k,mode=0755")
-        os.mkdir(child)
-        _libc_call("mount", os.fsencode(hold), os.fsencode(child), None, MS_MOVE, None)
-        os.rmdir(hold)
+def check(unsafe=False):
+    "Raise GradingError unless grading can be sandboxed (or the caller accepted the risk)."
+    why = problem()
+    if why is not None and not unsafe:
+        raise GradingError(f"cannot grade safely: {why}. To fix: {INSTALL_HINT}.")
+    return why is None
 
 
-def python_paths():
+def python_dirs():
+    "Python and its packages (a venv's and its base's): what the sandbox must see to run Python at all."
     import site
-    return {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-            *site.getsitepackages()}
+    dirs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    dirs |= {os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)}
+    dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
+    return sorted(d for d in dirs if not any(d != o and d.startswith(o + os.sep) for o in dirs))
 
 
-def hide_paths(paths):
-    "Cover each folder with an empty read-only tmpfs and each file with /dev/null."
-    for path in sorted(set(paths), key=len):
-        if os.path.isdir(path):
-            _libc_call("mount", b"tmpfs", os.fsencode(path), b"tmpfs", MS_RDONLY, b"size=4k,mode=0555")
-        elif os.path.isfile(path):
-            _libc_call("mount", b"/dev/null", os.fsencode(path), None, MS_BIND, None)
+def command(argv, binds, env=None, cwd="/tmp"):
+    """The bwrap command line that runs `argv` in a fresh sandbox. `binds` is [(path outside, path inside)], all
+    read-only; `env` is added to a clean environment."""
+    args = ["bwrap", "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL"]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in SYSTEM_FILES + SYSTEM_SHARED:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    for path in python_dirs():
+        args += ["--ro-bind", path, path]
+    for outside, inside in binds:
+        args += ["--ro-bind", str(outside), str(inside)]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME, "--chdir", cwd]
+    for name, value in {**BASE_ENV, **(env or {})}.items():
+        args += ["--setenv", name, str(value)]
+    return args + ["--", *argv]
 
 
-def set_limits(limits):
-    for which, value in [(resource.RLIMIT_AS, limits.memory_mb * 2**20), (resource.RLIMIT_CPU, limits.cpu_seconds),
-                         (resource.RLIMIT_FSIZE, limits.file_mb * 2**20), (resource.RLIMIT_CORE, 0)]:
-        soft, hard = resource.getrlimit(which)
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        try:
-            resource.setrlimit(which, (value, value))
-        except (ValueError, OSError):       # e.g. macOS refuses an address-space limit: that one is skipped
-            pass
+def limiter(memory_mb, cpu_seconds, file_mb=256):
+    "A preexec_fn that caps what the sandboxed process may use (inherited through bwrap)."
+    def apply():
+        for which, value in [(resource.RLIMIT_AS, memory_mb * 2**20), (resource.RLIMIT_CPU, cpu_seconds),
+                             (resource.RLIMIT_FSIZE, file_mb * 2**20), (resource.RLIMIT_CORE, 0)]:
+            _, hard = resource.getrlimit(which)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            try:
+                resource.setrlimit(which, (value, value))
+            except (ValueError, OSError):
+                pass
+    return apply
 
 
-def private_home(uid, home=None):
-    "An empty home for the student's process (matplotlib, IPython and pip caches go there)."
-    if home:
-        os.makedirs(home, mode=0o700, exist_ok=True)
+def start(argv, binds, env=None, memory_mb=4096, cpu_seconds=1800, sandboxed=True, pass_fds=(), stdout=None,
+          cwd="/tmp"):
+    """Start `argv` in a fresh sandbox (or, unsandboxed, with the limits only, in an empty temporary folder).
+    The caller must end it with `stop()`, which kills everything inside."""
+    if sandboxed:
+        full = command(argv, binds, env, cwd=cwd)
+        workdir = None
     else:
-        home = tempfile.mkdtemp(prefix="tinytorch-sandbox-")
-    if uid is not None:
-        os.chown(home, uid, uid)
-    return home
+        import tempfile
+        workdir = tempfile.mkdtemp(prefix="tinytorch-unsafe-")
+        full, env = argv, {**os.environ, **BASE_ENV, "HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir,
+                           **(env or {})}
+    process = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=stdout or subprocess.DEVNULL,
+                               stderr=None if os.environ.get("TINYTORCH_DEBUG_SANDBOX") else subprocess.DEVNULL,
+                               pass_fds=pass_fds, preexec_fn=limiter(memory_mb, cpu_seconds),
+                               start_new_session=True, env=None if sandboxed else env,
+                               cwd=workdir)
+    process.unsafe_workdir = workdir
+    return process
 
 
-def copy_connection_file(argv, home, uid):
-    "The kernel's connection file is readable by root only: give the kernel its own copy."
-    if "-f" not in argv:
-        return argv
-    at = argv.index("-f") + 1
-    copy = os.path.join(home, "connection.json")
-    shutil.copyfile(argv[at], copy)
-    if uid is not None:
-        os.chown(copy, uid, uid)
-    return argv[:at] + [copy] + argv[at + 1:]
-
-
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--"]:
-        argv = argv[1:]
-    if not argv:
-        print("usage: python -m grading.sandbox -- COMMAND [ARGS...]", file=sys.stderr)
-        return 2
-    limits = Limits.from_env()
-    # The grader gives a user id only when isolation() is 'full'; then hiding must work, or nothing runs.
-    uid = limits.uid if os.geteuid() == 0 else None
-    home = private_home(uid, limits.home)
-    argv = copy_connection_file(argv, home, uid)
-    if uid is not None:
-        private_mounts()
-        expose(python_paths())
-        hide_paths(limits.hide)
-        os.chdir(os.getcwd())     # a working folder under a hidden path now shows the empty cover
-    env = {k: v for k, v in os.environ.items() if k != ENV}
-    env.update(HOME=home, TMPDIR=home, MPLCONFIGDIR=home, IPYTHONDIR=os.path.join(home, ".ipython"),
-               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    set_limits(limits)
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    os.execvpe(argv[0], argv, env)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def stop(process):
+    "Kill the sandbox: bwrap, and with it (PID namespace, --die-with-parent) every process inside."
+    import signal
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        raise GradingError(f"the sandbox (pid {process.pid}) did not end after SIGKILL") from None
+    if getattr(process, "unsafe_workdir", None):
+        shutil.rmtree(process.unsafe_workdir, ignore_errors=True)

@@ -154,6 +154,8 @@ def _call_rule(function, grad, create_graph):
     return checked
 
 
+
+# %% ../../notebooks/06_autograd.ipynb #c06-run
 def run_backward(root, grad_output=None, retain_graph=None, create_graph=False):
     "Backpropagate from `root`; return [(leaf, gradient)] for every leaf that requires a gradient."
     if retain_graph is None:
@@ -166,6 +168,7 @@ def run_backward(root, grad_output=None, retain_graph=None, create_graph=False):
     grads = {id(root): _seed_gradient(root, grad_output)}
     leaves = []
     with set_grad_enabled(create_graph):
+        ### BEGIN SOLUTION
         for tensor in topological_order(root):
             grad = grads.pop(id(tensor), None)
             if grad is None:
@@ -179,6 +182,7 @@ def run_backward(root, grad_output=None, retain_graph=None, create_graph=False):
                     accumulate(grads, inp, g)
             if not retain_graph:
                 function.release()
+        ### END SOLUTION
     return leaves
 
 # %% ../../notebooks/06_autograd.ipynb #c06-012

@@ -1,0 +1,418 @@
+"""The grader's side of the trust boundary: the verdict, computed where the student's code never runs.
+
+The instructor's setup and test cells (hidden tests included) run here, in the grader's own process, against the
+instructor's reference package, with one change: every function or method whose body holds an exercise (a
+`### BEGIN SOLUTION` region) is a stand-in that calls the student's version in the worker (grading.worker), in the
+sandbox, and returns what it returned. So `check_backward(AddBackward, np.add, [a, b])` runs the reference
+`check_backward` here, builds the inputs here, calls the student's `AddBackward.apply` over there, gets the gradients
+back as arrays, and compares them here with central differences of `np.add`, computed here.
+
+What crosses (grading.wire): arrays as `.npy` bytes read with `allow_pickle=False`, JSON numbers and strings, and
+objects as their state in those terms; a student's object comes back as an object of the *instructor's* class with
+the student's numbers in it. No code and no pickle crosses, so nothing the student's code does in its process (patch
+NumPy, replace the checker, walk frames, forge a result line) can change how it is judged: only the data it returns,
+which is what is judged.
+"""
+import ast
+import builtins
+import importlib
+import os
+import select
+import shutil
+import signal
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+from . import sandbox, wire
+from .errors import GradingError
+
+GRACE = 5             # seconds, beyond the cell timeout, that the grader waits for one call
+RESTARTS = 5          # times a crashed or hung worker is started again
+WORKER_FILES = ["worker.py", "wire.py"]
+WORKER_NUMBERS = 1 << 40
+
+
+class StudentError(RuntimeError):
+    "Something the student's code did (a crash, an error type the grader does not pass on) failed the call."
+
+
+class CellTimeout(BaseException):
+    "A cell of the grader's ran past its time."
+
+
+# -- What the worker must run: the exercises ------------------------------------------------------------------------
+
+def is_export(source):
+    return any(line.strip().replace(" ", "").startswith("#|export") for line in source.splitlines()[:3])
+
+
+def exported_sources(nb):
+    "The code of every exported cell, in order: what nbdev puts in the module."
+    return [cell.source for cell in nb.cells if cell.cell_type == "code" and is_export(cell.source)]
+
+
+def solution_lines(source):
+    "The line numbers (1-based) inside `### BEGIN SOLUTION` ... `### END SOLUTION`."
+    lines, inside = set(), False
+    for number, line in enumerate(source.splitlines(), 1):
+        if "### BEGIN SOLUTION" in line:
+            inside = True
+        elif "### END SOLUTION" in line:
+            inside = False
+        elif inside:
+            lines.add(number)
+    return lines
+
+
+def exercise_targets(instructor_nb, exported=True):
+    """[(qualname, kind)] of the functions and methods the student writes: those whose body holds a solution region.
+    kind is 'function', 'method' or 'property'. `exported`: those of the module (else: of the notebook only)."""
+    return [t for cell in instructor_nb.cells if cell.cell_type == "code"
+            and cell.get("metadata", {}).get("nbgrader", {}).get("solution") and is_export(cell.source) == exported
+            for t in cell_targets(cell)]
+
+
+def cell_targets(cell):
+    "The exercises of one solution cell."
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    inside, targets, covered = solution_lines(cell.source), [], set()
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _spans(node) & inside:
+            targets.append((node.name, "function"))
+            covered |= _spans(node)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and _spans(item) & inside:
+                    is_property = any(getattr(d, "id", None) == "property" for d in item.decorator_list)
+                    targets.append((f"{node.name}.{item.name}", "property" if is_property else "method"))
+                    covered |= _spans(item)
+    if inside - covered:
+        raise GradingError(f"{meta.get('grade_id')}: a solution region outside any function or method body "
+                           f"(line {min(inside - covered)}); the grader can only call functions the student writes")
+    return targets
+
+
+def _spans(node):
+    return set(range(node.lineno, node.end_lineno + 1))
+
+
+# -- The worker -----------------------------------------------------------------------------------------------------
+
+class Worker:
+    "One sandboxed worker process with the student's package, fed one call at a time."
+
+    def __init__(self, plan, binds, limits, sandboxed, script):
+        child_in, self.to_child = os.pipe()
+        self.from_child, child_out = os.pipe()
+        python = os.path.realpath(sys.executable)
+        self.process = sandbox.start([python, "-I", script, str(child_in), str(child_out)], binds,
+                                     pass_fds=(child_in, child_out), sandboxed=sandboxed, **limits)
+        os.close(child_in)
+        os.close(child_out)
+        self.buffer, self.timeout = b"", plan["cell_timeout"] + GRACE
+        self.send(wire.pack(plan, []))
+        header, _ = self.receive(time.time() + self.timeout + 30)
+        self.import_error = header.get("error")
+
+    def send(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.to_child, view):]
+
+    def receive(self, deadline):
+        def read(n):
+            while not self.buffer:
+                ready, _, _ = select.select([self.from_child], [], [], max(0.0, deadline - time.time()))
+                if not ready:
+                    raise TimeoutError()
+                self.buffer = os.read(self.from_child, 1 << 20)
+                if not self.buffer:
+                    raise EOFError()
+            chunk, self.buffer = self.buffer[:n], self.buffer[n:]
+            return chunk
+        return wire.unpack(read)
+
+    def close(self):
+        try:
+            self.send(wire.pack({"op": "end"}, []))
+        except OSError:
+            pass
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        sandbox.stop(self.process)
+
+
+class Remote:
+    "Calls into the student's code, starting (and after a crash, restarting) the worker as needed."
+
+    def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
+        self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
+        self.graded, self.worker, self.restarts, self.first_import = graded_module, None, 0, "not started"
+
+    def ensure_worker(self):
+        if self.worker is not None:
+            return self.worker
+        if self.restarts > RESTARTS:
+            raise StudentError(f"not run: your code crashed or hung {self.restarts} times")
+        try:
+            self.worker = Worker(self.plan, self.binds, self.limits, self.sandboxed, self.script)
+        except (EOFError, TimeoutError, wire.WireError, OSError):
+            self.restarts += 1
+            raise StudentError("your module did not finish importing (an endless loop, os._exit or a crash at "
+                               "import time)") from None
+        if self.first_import == "not started":
+            self.first_import = self.worker.import_error
+        return self.worker
+
+    def drop_worker(self):
+        if self.worker is not None:
+            self.worker.close()
+            self.worker, self.restarts = None, self.restarts + 1
+
+    def close(self):
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    def call(self, qualname, args, kwargs, readonly):
+        worker = self.ensure_worker()
+        session = wire.Session(resolve_trusted_class)
+        header = {"op": "call", "module": self.plan["module"], "qualname": qualname, "readonly": readonly,
+                  "globals": simple_globals(self.graded)}
+        try:
+            request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
+        except wire.WireError as error:
+            raise RuntimeError(f"the grader cannot send the arguments of {qualname} to your code: {error}") from None
+        try:
+            worker.send(request)
+            while True:
+                reply, arrays = worker.receive(time.time() + worker.timeout)
+                if reply.get("op") != "callback":
+                    break
+                worker.send(self.run_callback(session, reply, arrays))
+        except TimeoutError:
+            self.drop_worker()
+            raise StudentError(f"your {qualname} did not finish in {worker.timeout} s (an endless loop that ignores "
+                               "interrupts?)") from None
+        except (EOFError, OSError):
+            self.drop_worker()
+            raise StudentError(f"the process running your code ended while {qualname} ran (os._exit, a crash, or a "
+                               "memory or CPU limit)") from None
+        except wire.WireError as error:
+            self.drop_worker()
+            raise StudentError(f"{qualname} sent back something that is not plain data: {error}") from None
+        except BaseException:
+            self.drop_worker()     # stopped halfway (the cell's time ran out): the worker's state is unknown
+            raise
+        if readonly:
+            changed = changed_inputs(session, reply)
+            if changed:
+                raise wire.EXCEPTIONS["ValueError"](
+                    f"your rule changed {changed} in place: compute a new array instead")
+            reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= WORKER_NUMBERS]
+        try:
+            values = session.receive(reply, arrays)
+        except wire.WireError as error:
+            raise StudentError(f"{qualname} sent back something the grader cannot check: {error}") from None
+        set_simple_globals(self.graded, reply.get("globals", {}))
+        if reply.get("op") == "raise":
+            raise exception_of(reply)
+        return values.get("value")
+
+    def run_callback(self, session, reply, arrays):
+        "The worker asks to call one of the grader's functions (a test's lambda, say): run it here, on the data."
+        try:
+            values = session.receive(reply, arrays)
+            function = session.objects.get(reply.get("function"))
+            if not callable(function) or isinstance(function, type):
+                raise wire.WireError("a call of something that is not one of the grader's functions")
+            result = function(*values["args"], **values["kwargs"])
+            return session.message({"op": "return"}, {"value": result})
+        except wire.WireError:
+            raise
+        except Exception as error:        # noqa: BLE001  (the test's function failed on the student's data)
+            return session.message({"op": "raise", "type": type(error).__name__
+                                    if type(error).__name__ in wire.EXCEPTIONS else "RuntimeError",
+                                    "message": str(error)[:2000]}, {})
+
+
+def changed_inputs(session, reply):
+    "What a read-only call changed of the grader's tensors and arrays (a rule must not), in words."
+    changed = []
+    for entry in reply.get("objects", []):
+        number = entry[0] if isinstance(entry, list) and entry else None
+        value = session.objects.get(number) if isinstance(number, int) and number < WORKER_NUMBERS else None
+        if isinstance(value, np.ndarray) or type(value).__name__ == "Tensor":
+            changed.append("grad_output or a saved tensor")
+    return changed[0] if changed else None
+
+
+def exception_of(reply):
+    kind, message = reply.get("type"), str(reply.get("message", ""))
+    if kind == "GradcheckError" and "tinytorch.core.gradcheck" in sys.modules:
+        return sys.modules["tinytorch.core.gradcheck"].GradcheckError(message)
+    if kind in wire.EXCEPTIONS:
+        return wire.EXCEPTIONS[kind](message)
+    return StudentError(f"{reply.get('raised', 'Error')}: {message}")
+
+
+def resolve_trusted_class(module, qualname):
+    if not (isinstance(module, str) and isinstance(qualname, str) and module.split(".")[0] == "tinytorch"
+            and module in sys.modules):
+        raise wire.WireError(f"the class {module}.{qualname} is not one of the course's")
+    value = sys.modules[module]
+    for part in qualname.split("."):
+        if not part.isidentifier() or part.startswith("__"):
+            raise wire.WireError(f"the class name {qualname!r}")
+        value = getattr(value, part, None)
+    if not isinstance(value, type):
+        raise wire.WireError(f"{module}.{qualname} is not a class the grader knows")
+    return value
+
+
+def simple_globals(module):
+    return {k: v for k, v in vars(module).items()
+            if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))}
+
+
+def set_simple_globals(module, values):
+    "The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them."
+    if not isinstance(values, dict):
+        return
+    mine = simple_globals(module)
+    for name, value in values.items():
+        if name in mine and (value is None or type(value) in (bool, int, float, str)):
+            setattr(module, name, value)
+
+
+def install(space, targets, remote):
+    """Replace each exercise in `space` (the grader's copy of the module, or the notebook's namespace for an exercise
+    that is not exported) with a stand-in that calls the student's version."""
+    for qualname, kind in targets:
+        def stub(*args, _qualname=qualname, **kwargs):
+            return remote.call(_qualname, args, kwargs, readonly=_qualname.endswith(".apply"))
+        stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
+        get = space.get if isinstance(space, dict) else lambda name: getattr(space, name)
+        if kind == "function":
+            if isinstance(space, dict):
+                space[qualname] = stub
+            else:
+                setattr(space, qualname, stub)
+        else:
+            cls = get(qualname.split(".")[0])
+            setattr(cls, qualname.split(".")[1], property(stub) if kind == "property" else stub)
+
+
+# -- Running the instructor's cells ---------------------------------------------------------------------------------
+
+def plan_cells(instructor_nb):
+    "The cells run here, in order: [{'id', 'kind', 'source'}]: the instructor's setup and test cells."
+    cells = []
+    for cell in instructor_nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or is_export(cell.source) or "#| default_exp" in cell.source:
+            continue
+        kind = "solution" if meta.get("solution") else "test" if meta.get("grade") else "setup"
+        cells.append({"id": meta.get("grade_id", cell.get("id")), "kind": kind, "source": cell.source,
+                      "targets": cell_targets(cell) if kind == "solution" else []})
+    return cells
+
+
+def notebook_exercises(nb):
+    "The student's exercises that are not exported: the worker runs them in the module's namespace after importing it."
+    return [c.source for c in nb.cells if c.cell_type == "code" and not is_export(c.source)
+            and c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+
+
+def describe(error):
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) < 2000 else text[:2000] + " ..."
+
+
+def _alarm(signum, frame):
+    raise CellTimeout()
+
+
+def run_cell(cell, namespace, timeout):
+    "Run one of the instructor's cells here; return (passed, message)."
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        signal.alarm(timeout)
+        exec(compile(cell["source"], f"<{cell['id']}>", "exec"), namespace)
+        return True, ""
+    except CellTimeout:
+        return False, f"took longer than {timeout} s"
+    except Exception as error:            # noqa: BLE001  (a failing test; an error from the student's code)
+        return False, describe(error)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def trusted_modules(reference, earlier, graded):
+    "Import the instructor's reference package here: the earlier modules, then the graded one."
+    for name in [m for m in list(sys.modules) if m == "tinytorch" or m.startswith("tinytorch.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(reference))
+    importlib.invalidate_caches()
+    import tinytorch  # noqa: F401  (the reference package, not an installed one: checked below)
+    for name in earlier:
+        importlib.import_module(name)
+    module = importlib.import_module(graded)
+    if not os.path.realpath(module.__file__).startswith(os.path.realpath(reference)):
+        raise GradingError(f"{graded} was imported from {module.__file__}, not from the reference package")
+    return module
+
+
+def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, deadline):
+    """Run the instructor's cells here against the student's exercises in the worker; return
+    ({test id: (passed, message)}, note). `package` is the student's package, `reference` the instructor's, `runner`
+    an empty folder of the grader's for the worker's files."""
+    targets = exercise_targets(instructor_nb)
+    module = trusted_modules(reference, spec.earlier_modules, spec.module)
+    for name in WORKER_FILES:
+        shutil.copyfile(Path(__file__).with_name(name), Path(runner) / name)
+    plan = {"op": "plan", "package": "/student" if sandboxed else str(package), "module": spec.module,
+            "exported": exported_sources(restored_nb), "earlier_modules": spec.earlier_modules,
+            "cell_timeout": spec.cell_timeout, "notebook_exercises": notebook_exercises(restored_nb)}
+    script = "/grader/worker.py" if sandboxed else str(Path(runner) / "worker.py")
+    limits = {"memory_mb": spec.memory_mb, "cpu_seconds": max(600, 20 * spec.cell_timeout)}
+    remote = Remote(plan, [(runner, "/grader"), (package, "/student")], limits, sandboxed, script, module)
+    install(module, targets, remote)
+    importlib.import_module("tinytorch")          # what the notebooks' `import tinytorch` does, after the stand-ins
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    results, notes, setup_failed = {}, [], False
+    try:
+        try:
+            remote.ensure_worker()
+        except StudentError as error:
+            notes.append(str(error))
+        if remote.first_import and remote.first_import != "not started":
+            notes.append(f"your module could not be imported ({remote.first_import}); each of your exercise cells "
+                         "was run on its own instead, as in the notebook")
+        for cell in plan_cells(instructor_nb):
+            if time.time() > deadline:
+                if cell["kind"] == "test":
+                    results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
+                continue
+            passed, message = run_cell(cell, namespace, spec.cell_timeout)
+            if cell["kind"] == "solution":       # the instructor's version ran here: its exercises go to the worker
+                install(namespace, cell["targets"], remote)
+            if cell["kind"] == "test":
+                results[cell["id"]] = (passed, message)
+            elif not passed and not setup_failed and "NotImplementedError" not in message:
+                notes.append(f"the given cell {cell['id']} failed: {message[:300]}")
+                setup_failed = True
+    finally:
+        remote.close()
+    if time.time() > deadline:
+        notes.append("not every test ran: the time limit for this notebook was reached")
+    return results, "; ".join(n for n in notes if n)
