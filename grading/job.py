@@ -115,9 +115,9 @@ def nbgrader_run(spec, package, deadline):
     argv = [os.path.realpath(sys.executable), "-I", "-c", code, spec.assignment, spec.student, str(spec.cell_timeout)]
     env = {"PYTHONPATH": "/student"}
     timeout = max(30, deadline - time.time())
-    output = tempfile.TemporaryFile()
+    output, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     process = sandbox.start(argv, binds, env=env, memory_mb=spec.memory_mb, cpu_seconds=max(600, 20 * spec.cell_timeout),
-                            sandboxed=spec.sandboxed, stdout=output, cwd="/tmp")
+                            sandboxed=spec.sandboxed, stdout=output, stderr=errors, cwd="/tmp")
     try:
         process.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -133,7 +133,11 @@ def nbgrader_run(spec, package, deadline):
         html, tests = str(report["html"]), {str(k): (float(v[0] or 0), float(v[1] or 0))
                                              for k, v in dict(report["tests"]).items()}
     except (ValueError, KeyError, IndexError, TypeError):
-        raise GradingError(f"nbgrader could not run the notebook (exit {process.returncode})") from None
+        errors.seek(0)
+        lines = [line for line in errors.read(1 << 20).decode(errors="replace").splitlines() if line.strip()]
+        print("\n".join(lines[-40:]), file=sys.stderr)          # the job's log
+        cause = lines[-1].strip()[:200] if lines else f"exit {process.returncode}"
+        raise GradingError(f"nbgrader could not run the notebook ({cause})") from None
     return html, tests
 
 
@@ -191,7 +195,7 @@ def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
             disagreements.append(test_id)
     notes = [n for n in notes if n]
     if disagreements:
-        notes.append(f"{', '.join(disagreements)} passed in your notebook but not in the clean re-run of the "
+        notes.append(f"{', '.join(disagreements)} passed in your notebook but not in the grader's run of the "
                      "instructor's cells (see the feedback)")
     return {"student": spec.student, "assignment": spec.assignment, "tests": rows,
             "score": sum(r["score"] for r in rows.values()), "max_score": sum(r["max_score"] for r in rows.values()),

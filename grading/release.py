@@ -13,7 +13,8 @@ from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, sol
 KIT_MARKER = ".tinytorch-kit"
 # Modules of grading/ that the student kit leaves out: autograding, and classroom.py, which builds wrong and cheating
 # answers from the solutions. The kit keeps what `check` and `export` need.
-INSTRUCTOR_ONLY = ["autograde.py", "job.py", "cleanroom.py", "sandbox.py", "execute.py", "classroom.py", "demo.py",
+INSTRUCTOR_ONLY = ["autograde.py", "job.py", "verdict.py", "worker.py", "wire.py", "inside.py", "sandbox.py", "execute.py",
+                   "classroom.py", "demo.py", "lms.py",
                    "feedback.py"]
 STUB = "raise NotImplementedError()"
 

@@ -107,7 +107,7 @@ def limiter(memory_mb, cpu_seconds, file_mb=256):
 
 
 def start(argv, binds, env=None, memory_mb=4096, cpu_seconds=1800, sandboxed=True, pass_fds=(), stdout=None,
-          cwd="/tmp"):
+          cwd="/tmp", stderr=None):
     """Start `argv` in a fresh sandbox (or, unsandboxed, with the limits only, in an empty temporary folder).
     The caller must end it with `stop()`, which kills everything inside."""
     if sandboxed:
@@ -119,7 +119,7 @@ def start(argv, binds, env=None, memory_mb=4096, cpu_seconds=1800, sandboxed=Tru
         full, env = argv, {**os.environ, **BASE_ENV, "HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir,
                            **(env or {})}
     process = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=stdout or subprocess.DEVNULL,
-                               stderr=None if os.environ.get("TINYTORCH_DEBUG_SANDBOX") else subprocess.DEVNULL,
+                               stderr=None if os.environ.get("TINYTORCH_DEBUG_SANDBOX") else stderr or subprocess.DEVNULL,
                                pass_fds=pass_fds, preexec_fn=limiter(memory_mb, cpu_seconds),
                                start_new_session=True, env=None if sandboxed else env,
                                cwd=workdir)

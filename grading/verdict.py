@@ -116,7 +116,9 @@ class Worker:
         self.buffer, self.timeout = b"", plan["cell_timeout"] + GRACE
         self.send(wire.pack(plan, []))
         header, _ = self.receive(time.time() + self.timeout + 30)
-        self.import_error = header.get("error")
+        if header.get("op") != "ready":
+            raise wire.WireError("the worker did not start as it should")
+        self.import_error, self.calls = header.get("error"), 0
 
     def send(self, data):
         view = memoryview(data)
@@ -155,6 +157,7 @@ class Remote:
     def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
         self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
         self.graded, self.worker, self.restarts, self.first_import = graded_module, None, 0, "not started"
+        self.events = []
 
     def ensure_worker(self):
         if self.worker is not None:
@@ -171,6 +174,12 @@ class Remote:
             self.first_import = self.worker.import_error
         return self.worker
 
+    def event(self, message):
+        "A crash or a hang: it fails the test it happened in, and the note names it once."
+        if message not in self.events:
+            self.events.append(message)
+        return StudentError(message)
+
     def drop_worker(self):
         if self.worker is not None:
             self.worker.close()
@@ -184,8 +193,9 @@ class Remote:
     def call(self, qualname, args, kwargs, readonly):
         worker = self.ensure_worker()
         session = wire.Session(resolve_trusted_class)
+        worker.calls += 1
         header = {"op": "call", "module": self.plan["module"], "qualname": qualname, "readonly": readonly,
-                  "globals": simple_globals(self.graded)}
+                  "globals": simple_globals(self.graded), "call": worker.calls}
         try:
             request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
         except wire.WireError as error:
@@ -194,22 +204,26 @@ class Remote:
             worker.send(request)
             while True:
                 reply, arrays = worker.receive(time.time() + worker.timeout)
+                if reply.get("call") != worker.calls or reply.get("op") not in ("return", "raise", "callback"):
+                    raise wire.WireError("a reply out of turn")
                 if reply.get("op") != "callback":
                     break
                 worker.send(self.run_callback(session, reply, arrays))
         except TimeoutError:
             self.drop_worker()
-            raise StudentError(f"your {qualname} did not finish in {worker.timeout} s (an endless loop that ignores "
-                               "interrupts?)") from None
+            raise self.event(f"your {qualname} did not finish in time ({worker.timeout} s; an endless loop that "
+                             "ignores interrupts?)") from None
         except (EOFError, OSError):
             self.drop_worker()
-            raise StudentError(f"the process running your code ended while {qualname} ran (os._exit, a crash, or a "
-                               "memory or CPU limit)") from None
+            raise self.event(f"the process ended while your {qualname} ran (os._exit, a crash, or a memory or CPU "
+                             "limit); it was started again for the next test") from None
         except wire.WireError as error:
             self.drop_worker()
             raise StudentError(f"{qualname} sent back something that is not plain data: {error}") from None
-        except BaseException:
+        except BaseException as error:
             self.drop_worker()     # stopped halfway (the cell's time ran out): the worker's state is unknown
+            if isinstance(error, CellTimeout):
+                self.event(f"your {qualname} did not finish in time (the test's {self.plan['cell_timeout']} s)")
             raise
         if readonly:
             changed = changed_inputs(session, reply)
@@ -403,7 +417,7 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
                 if cell["kind"] == "test":
                     results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
                 continue
-            passed, message = run_cell(cell, namespace, spec.cell_timeout)
+            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE)   # its calls time out first
             if cell["kind"] == "solution":       # the instructor's version ran here: its exercises go to the worker
                 install(namespace, cell["targets"], remote)
             if cell["kind"] == "test":
@@ -413,6 +427,7 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
                 setup_failed = True
     finally:
         remote.close()
+    notes += remote.events[:3]
     if time.time() > deadline:
         notes.append("not every test ran: the time limit for this notebook was reached")
     return results, "; ".join(n for n in notes if n)

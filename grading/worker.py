@@ -9,6 +9,7 @@ changes only the data it sends back, which the grader then checks as it would ch
 
 Nothing here is a defence; the sandbox around this process and the grader's checks are.
 """
+import builtins
 import importlib
 import importlib.util
 import os
@@ -21,6 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wire  # noqa: E402  (the file beside this one, also in the sandbox)
 
 WORKER_NUMBERS = 1 << 40          # objects made here are numbered from this on; the grader's from 1
+BUILTINS = dict(builtins.__dict__)  # put back before each reply: code that replaced a builtin still gets its answers
+                                    # sent (robustness for the student, not a defence: the verdict is elsewhere)
 
 
 class CallTimeout(BaseException):
@@ -57,6 +60,7 @@ def import_student_module(plan):
         cell_by_cell(plan)
     finally:
         signal.alarm(0)
+    builtins.__dict__.update(BUILTINS)
     for source in plan.get("notebook_exercises", []):   # exercises the notebook keeps to itself (not exported)
         try:
             signal.alarm(plan["cell_timeout"])
@@ -143,13 +147,14 @@ def serve(channel, plan):
         header, arrays = channel.receive()
         if header.get("op") == "end":
             return
-        readonly = bool(header.get("readonly"))
+        readonly, call = bool(header.get("readonly")), header.get("call")
         session = wire.Session(resolve_class, first_number=WORKER_NUMBERS, readonly=readonly, accept_new_classes=True,
-                               make_callable=lambda number: callback(channel, session, number))
+                                     make_callable=lambda number: callback(channel, session, number, call))
         try:
             for name, value in header.get("globals", {}).items():
                 if name in simple_globals(graded):
                     setattr(graded, name, value)
+            builtins.__dict__.update(BUILTINS)
             values = session.receive(header, arrays)
             function = target_of(header["module"], header["qualname"])
             signal.alarm(plan["cell_timeout"])
@@ -157,19 +162,22 @@ def serve(channel, plan):
                 result = function(*values["args"], **values["kwargs"])
             finally:
                 signal.alarm(0)
-            reply = session.message({"op": "return", "globals": simple_globals(graded)}, {"value": result})
+            builtins.__dict__.update(BUILTINS)
+            reply = session.message({"op": "return", "globals": simple_globals(graded), "call": call},
+                                    {"value": result})
         except BaseException as exc:      # noqa: BLE001  (anything the student's code raises is an answer)
             try:
-                reply = session.message(dict(error_header(exc, readonly), globals=simple_globals(graded)), {})
+                reply = session.message(dict(error_header(exc, readonly), globals=simple_globals(graded), call=call), {})
             except BaseException as inner:    # noqa: BLE001
-                reply = wire.pack(error_header(inner, readonly), [])
+                reply = wire.pack(dict(error_header(inner, readonly), call=call), [])
         channel.send(reply)
 
 
-def callback(channel, session, number):
+def callback(channel, session, number, call):
     "A stand-in for one of the grader's functions: calling it asks the grader to run it and waits for the answer."
     def function_stub(*args, **kwargs):
-        channel.send(session.message({"op": "callback", "function": number}, {"args": args, "kwargs": kwargs}))
+        channel.send(session.message({"op": "callback", "function": number, "call": call},
+                                     {"args": args, "kwargs": kwargs}))
         header, arrays = channel.receive()
         values = session.receive(header, arrays)
         if header.get("op") == "raise":

@@ -1,15 +1,20 @@
-"""Red team: a class of 30 generated submissions (grading/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 38 generated submissions (grading/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
-Then the same class is graded again by a run killed halfway and restarted (same table), and again after a hidden
-test was changed (only that test's scores change)."""
+The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
+unprivileged user (`TINYTORCH_REDTEAM_USER`, which .ci/run creates), each into its own folder; both tables must be
+exactly as expected. Then the same class is graded again by a run killed halfway and restarted (same table), and
+again after a hidden test was changed (only that test's scores change)."""
 import csv
+import glob
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,12 +22,16 @@ import pytest
 
 from conftest import REPO, run_cli
 from grading.autograde import Row
-from grading.classroom import ELEMENTWISE, NEEDS_ROOT, compare, make_class
+from grading.classroom import DAEMON_MARK, ELEMENTWISE, NEEDS_SANDBOX, REDTEAM_PORT, compare, make_class
 from grading.notebooks import read_notebook, write_notebook
-from grading.sandbox import isolation
+from grading.sandbox import problem
 
-FULL_ISOLATION = isolation() == "full"
+pytestmark = pytest.mark.slow
+SANDBOX = problem() is None
+OTHER_USER = os.environ.get("TINYTORCH_REDTEAM_USER")
 OPTIONS = ["--cell-timeout", "10", "--notebook-timeout", "120"]
+NEW_ATTACKS = ["axel", "bea", "cole", "dora"]          # on the grader's process and its checks
+SANDBOX_ATTACKS = ["fay", "gus", "hal", "iris"]        # on the machine: files, processes, network
 
 
 def read_rows(grades):
@@ -31,19 +40,79 @@ def read_rows(grades):
                 for r in csv.DictReader(f)]
 
 
+class Listener:
+    "A TCP server on the grading machine that iris tries to reach from inside the sandbox."
+
+    def __init__(self):
+        self.socket = socket.socket()
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind(("127.0.0.1", REDTEAM_PORT))
+        self.socket.listen()
+        self.socket.settimeout(0.5)
+        self.connections, self.running = 0, True
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while self.running:
+            try:
+                self.socket.accept()[0].close()
+                self.connections += 1
+            except OSError:
+                pass
+
+    def close(self):
+        self.running = False
+        self.thread.join()
+        self.socket.close()
+
+
+def other_user_command(args):
+    "The same autograde command, run as the unprivileged user (root can switch to it)."
+    return ["runuser", "-u", OTHER_USER, "--", os.path.realpath(sys.executable), "-m", "grading", *map(str, args)]
+
+
 @pytest.fixture(scope="module")
 def graded_class(kit, tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
     expected = make_class(kit, root / "submissions", grades=root / "grades")
+    temp_before = set(glob.glob("/tmp/*"))
+    listener = Listener()
+    other = None
+    if OTHER_USER:
+        other_root = Path(tempfile_for(OTHER_USER))
+        shutil.copytree(root / "submissions", other_root / "submissions")
+        subprocess.run(["chown", "-R", OTHER_USER, str(other_root)], check=True)
+        other = subprocess.Popen(other_user_command(["autograde", other_root / "submissions", "--out",
+                                                     other_root / "grades", *OPTIONS]),
+                                 cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(other_root)),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = time.time()
     result = run_cli("autograde", root / "submissions", "--out", root / "grades", *OPTIONS)
     seconds = time.time() - started
-    return root, expected, result, read_rows(root / "grades"), seconds
+    other_rows = None
+    if other is not None:
+        out, err = other.communicate(timeout=1800)
+        assert other.returncode in (0, 1), err[-2000:]
+        other_rows = read_rows(other_root / "grades")
+    time.sleep(1)
+    listener.close()
+    leftovers = set(glob.glob("/tmp/*")) - temp_before
+    return {"root": root, "expected": expected, "result": result, "rows": read_rows(root / "grades"),
+            "seconds": seconds, "other_rows": other_rows, "connections": listener.connections,
+            "leftovers": leftovers}
 
 
-def test_the_class_has_30_submissions_of_every_kind(graded_class):
-    _, expected, _, rows, _ = graded_class
-    assert len(expected) == 30 and {r.student for r in rows} == set(expected)
+def tempfile_for(user):
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="redteam-other-")
+    os.chmod(folder, 0o755)
+    return folder
+
+
+def test_the_class_has_38_submissions_of_every_kind(graded_class):
+    expected, rows = graded_class["expected"], graded_class["rows"]
+    assert len(expected) == 38 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -61,8 +130,7 @@ def test_broken_code_costs_only_the_tests_that_need_it(graded_class, student):
 @pytest.mark.parametrize("student", ["nick", "olga", "pete", "quinn", "sam"])
 def test_bad_files_are_named_in_the_table_and_cost_no_one_else(graded_class, student):
     check(graded_class, student)
-    _, _, result, _, _ = graded_class
-    assert f"error: {student}/" in result.stderr
+    assert f"error: {student}/" in graded_class["result"].stderr
 
 
 @pytest.mark.parametrize("student", ["vic", "wes", "xena", "yuri", "zoe"])
@@ -72,30 +140,57 @@ def test_patching_what_the_tests_rely_on_earns_nothing(graded_class, student):
     check(graded_class, student)
 
 
-@pytest.mark.skipif(not FULL_ISOLATION, reason="file isolation needs the grader to run as root (Linux)")
-@pytest.mark.parametrize("student", sorted(NEEDS_ROOT))
-def test_reading_the_answer_key_or_writing_grades_earns_nothing(graded_class, student):
-    "Importing the reference module by path, reading the instructor's notebook and gradebook, writing the grades."
+@pytest.mark.parametrize("student", NEW_ATTACKS)
+def test_attacking_the_grader_process_earns_nothing(graded_class, student):
+    "A forged result channel, patched NumPy internals, a swapped checker module, frame walking and sys.settrace."
+    check(graded_class, student)
+
+
+@pytest.mark.skipif(not SANDBOX, reason="the sandbox (bubblewrap) cannot run here")
+@pytest.mark.parametrize("student", sorted(NEEDS_SANDBOX))
+def test_attacking_the_machine_earns_nothing(graded_class, student):
+    "The answer key by path, the instructor's files, the grades; the runner's files, symlinks and .pth files, "
+    "daemons that outlive the job, the network and /proc."
     check(graded_class, student)
 
 
 def check(graded_class, student):
-    _, expected, _, rows, _ = graded_class
+    expected, rows = graded_class["expected"], graded_class["rows"]
     assert not compare(rows, {student: expected[student]}), [r for r in rows if r.student == student]
+    if graded_class["other_rows"] is not None:
+        assert not compare(graded_class["other_rows"], {student: expected[student]}), "as the unprivileged user"
 
 
-@pytest.mark.skipif(not FULL_ISOLATION, reason="file isolation needs the grader to run as root (Linux)")
+@pytest.mark.skipif(not OTHER_USER, reason="TINYTORCH_REDTEAM_USER is not set (.ci/run sets it)")
+def test_two_runs_at_once_as_root_and_as_an_ordinary_user_give_the_same_table(graded_class):
+    assert os.geteuid() == 0, "the CI machine runs the red team as root, and the second run as the ordinary user"
+    mine = {(r.student, r.assignment): (r.score, r.max_score) for r in graded_class["rows"]}
+    theirs = {(r.student, r.assignment): (r.score, r.max_score) for r in graded_class["other_rows"]}
+    assert mine == theirs
+
+
+@pytest.mark.skipif(not SANDBOX, reason="the sandbox (bubblewrap) cannot run here")
+def test_nothing_survives_the_job_or_leaves_the_sandbox(graded_class):
+    alive = subprocess.run(["pgrep", "-f", DAEMON_MARK], capture_output=True, text=True).stdout.split()
+    assert not alive, f"hal's daemons survived the job: pids {alive}"
+    assert graded_class["connections"] == 0, "iris reached a server on the grading machine"
+    assert not os.path.exists("/tmp/pwned") and not any(
+        glob.glob(os.path.join(p, "zz-redteam.pth")) for p in __import__("site").getsitepackages())
+    assert not [p for p in graded_class["leftovers"] if "tinytorch" in p], graded_class["leftovers"]
+
+
+@pytest.mark.skipif(not SANDBOX, reason="the sandbox (bubblewrap) cannot run here")
 def test_the_grader_files_survive_an_attack(graded_class):
-    root, _, _, rows, _ = graded_class
+    root = graded_class["root"]
     alice = json.loads((root / "grades" / "results" / "alice" / f"{ELEMENTWISE}.json").read_text())
     assert alice["score"] == alice["max_score"] == 24
     book = json.loads((root / "grades" / "gradebook.json").read_text())
     assert book["kate"][ELEMENTWISE]["score"] == 0 and book["alice"][ELEMENTWISE]["score"] == 24
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("tinytorch-sandbox-*/stolen.txt"))
+    assert book["fay"][ELEMENTWISE]["score"] == 0 and book["iris"][ELEMENTWISE]["score"] == 0
 
 
 def test_feedback_is_written_and_bounded(graded_class):
-    root, _, _, _, _ = graded_class
+    root = graded_class["root"]
     kim = (root / "grades" / "feedback" / "kim" / f"{ELEMENTWISE}.html").read_text()
     assert "output truncated" in kim and len(kim) < 2_000_000, "20 MB of prints must not reach the feedback"
     vic = (root / "grades" / "feedback" / "vic" / f"{ELEMENTWISE}.html").read_text()
@@ -104,7 +199,7 @@ def test_feedback_is_written_and_bounded(graded_class):
 
 
 def test_distribution_plot_and_gradebook_are_written(graded_class):
-    root, _, _, rows, seconds = graded_class
+    root, rows, seconds = graded_class["root"], graded_class["rows"], graded_class["seconds"]
     png = root / "grades" / "distribution.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     book = json.loads((root / "grades" / "gradebook.json").read_text())
@@ -116,7 +211,7 @@ def test_distribution_plot_and_gradebook_are_written(graded_class):
 
 def test_killed_run_restarts_to_the_same_table(graded_class, tmp_path):
     "A run killed after its first results, then started again, ends with the table of the uninterrupted run."
-    root, expected, _, rows, _ = graded_class
+    root, rows = graded_class["root"], graded_class["rows"]
     subs = tmp_path / "submissions"
     for student in ["alice", "carol", "dan", "nick", "hank", "wes"]:
         shutil.copytree(root / "submissions" / student, subs / student)
@@ -140,7 +235,7 @@ def test_killed_run_restarts_to_the_same_table(graded_class, tmp_path):
 
 
 def test_regrading_after_a_hidden_test_is_fixed_changes_only_that_test(graded_class, tmp_path):
-    root, _, _, _, _ = graded_class
+    root = graded_class["root"]
     subs = tmp_path / "submissions"
     for student in ["alice", "carol"]:
         shutil.copytree(root / "submissions" / student, subs / student)
@@ -165,9 +260,11 @@ def test_regrading_after_a_hidden_test_is_fixed_changes_only_that_test(graded_cl
                {t: v for t, v in old.items() if t != "add_backward_hidden"}
 
 
-def test_a_patch_made_while_a_test_runs_fails_that_test_and_says_why(graded_class):
-    root, _, _, _, _ = graded_class
-    tests = json.loads((root / "grades" / "gradebook.json").read_text())["xena"][ELEMENTWISE]["tests"]
-    message = tests["mul_backward"]["message"]
-    assert "while this test ran, your code replaced" in message and "gradcheck.compare_gradient" in message
-    assert tests["add_backward"]["score"] == 1, "tests that ran before the patch keep their points"
+def test_the_verdict_is_the_graders_whatever_the_worker_says(graded_class):
+    "xena patched the checkers inside her process: her wrong rule still fails, with the checker's own message."
+    book = json.loads((graded_class["root"] / "grades" / "gradebook.json").read_text())
+    tests = book["xena"][ELEMENTWISE]["tests"]
+    assert tests["mul_backward"]["score"] == 0 and "wrong gradient at index" in tests["mul_backward"]["message"]
+    assert tests["add_backward"]["score"] == 1
+    axel = book["axel"][ELEMENTWISE]
+    assert axel["score"] == 0 and "did not finish importing" in axel["note"], "a forged reply ends the worker"

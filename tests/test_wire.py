@@ -1,0 +1,134 @@
+"""The trust boundary's message format (grading.wire) and the sandbox command line: fast unit tests."""
+import io
+import json
+import struct
+import sys
+
+import numpy as np
+import pytest
+
+import tinytorch  # noqa: F401  (Tensor as patched by enable_autograd)
+from grading import sandbox, verdict, wire
+from grading.notebooks import REPO, read_notebook
+from tinytorch.core.tensor import Tensor
+
+
+def resolve(module, qualname):
+    value = sys.modules[module]
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def across(values, readonly=False):
+    "Send `values` from a grader's session to a worker's; return (what arrived, both sessions)."
+    grader = wire.Session(resolve)
+    worker = wire.Session(resolve, first_number=verdict.WORKER_NUMBERS, readonly=readonly, accept_new_classes=True,
+                          make_callable=lambda number: (lambda *a: None))
+    header, arrays = wire.unpack(io.BytesIO(grader.message({"op": "call"}, values)).read)
+    return worker.receive(header, arrays), grader, worker
+
+
+def reply(worker, grader, values):
+    header, arrays = wire.unpack(io.BytesIO(worker.message({"op": "return"}, values)).read)
+    return grader.receive(header, arrays)
+
+
+def test_arrays_keep_shape_dtype_and_values():
+    values = {"a": np.arange(6.0).reshape(2, 3), "b": np.array(2.5), "c": np.zeros((0, 4), dtype=np.float32),
+              "d": np.array([1, 2], dtype=np.int64), "e": np.array([True, False]), "f": np.float32(3.0)}
+    got, _, _ = across(values)
+    for name, value in values.items():
+        assert np.asarray(got[name]).shape == np.shape(value) and np.asarray(got[name]).dtype == np.asarray(value).dtype
+        assert np.array_equal(got[name], value)
+
+
+def test_objects_keep_identity_within_a_call_and_come_back_as_the_same_object():
+    x = Tensor([1.0, 2.0], requires_grad=True)
+    y = x * x + x
+    got, grader, worker = across({"root": y, "again": x})
+    (a, b), _ = got["root"]._grad_fn.saved_tensors, None
+    assert got["again"] is got["root"]._grad_fn.saved_tensors[1]
+    back = reply(worker, grader, {"value": [got["again"], got["root"]]})
+    assert back["value"][0] is x and back["value"][1] is y
+
+
+def test_a_deep_graph_crosses_without_recursion():
+    x = Tensor(1.0, requires_grad=True)
+    y = x
+    for _ in range(5000):
+        y = y * 1.0
+    got, _, _ = across({"y": y})
+    depth, t = 0, got["y"]
+    while t._grad_fn is not None:
+        t, depth = t._grad_fn.saved_tensors[0], depth + 1
+    assert depth == 5000 and float(t.data) == 1.0
+
+
+def test_what_the_worker_changed_is_written_back():
+    p = Tensor([1.0, -2.0], requires_grad=True)
+    history = []
+    got, grader, worker = across({"p": p, "history": history})
+    got["p"].data = got["p"].data - 0.5
+    got["history"].append(3.0)
+    reply(worker, grader, {"value": None})
+    assert np.allclose(p.data, [0.5, -2.5]) and history == [3.0]
+
+
+def test_a_read_only_call_gets_arrays_it_cannot_change():
+    got, _, _ = across({"g": np.ones(3)}, readonly=True)
+    with pytest.raises(ValueError, match="read-only"):
+        got["g"][0] = 5.0
+
+
+def test_only_numbers_cross_as_arrays():
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(wire.WireError):
+        wire.array_from(buffer.getvalue())
+    with pytest.raises(wire.WireError):
+        wire.array_from(b"not an npy file")
+
+
+def forged(table, values):
+    head = json.dumps({"op": "return", "objects": table, "values": values, "arrays": [], "blobs": []}).encode()
+    body = struct.pack("<Q", len(head)) + head
+    return wire.unpack(io.BytesIO(struct.pack("<Q", len(body)) + body).read)
+
+
+@pytest.mark.parametrize("table", [
+    [[1 << 40, "c", {"m": "os", "q": "system"}]],                                  # not a course class
+    [[1 << 40, "c", {"L": "Evil", "b": []}]],                                      # a class the grader never sent
+    [[1 << 40, "f", None]],                                                        # a function
+    [[1 << 40, "c", {"m": "tinytorch.core.tensor", "q": "Tensor"}],
+     [(1 << 40) + 1, "o", {"c": {"r": 1 << 40}, "s": {"__class__": 1}}]],         # a dunder attribute
+    [[1 << 40, "x", None]],                                                        # an unknown kind
+])
+def test_the_grader_refuses_anything_but_plain_data(table):
+    grader = wire.Session(verdict.resolve_trusted_class)
+    header, arrays = forged(table, {"value": {"r": table[-1][0]}})
+    with pytest.raises(wire.WireError):
+        grader.receive(header, arrays)
+
+
+def test_an_oversized_message_is_refused_before_it_is_read():
+    with pytest.raises(wire.WireError, match="more than"):
+        wire.unpack(io.BytesIO(struct.pack("<Q", wire.MAX_MESSAGE + 1)).read)
+
+
+def test_the_sandbox_starts_from_an_empty_environment_and_new_namespaces():
+    argv = sandbox.command(["python", "-c", "pass"], binds=[("/some/package", "/student")], env={"PYTHONPATH": "/x"})
+    assert argv[0] == "bwrap" and {"--unshare-all", "--unshare-user", "--die-with-parent", "--clearenv"} <= set(argv)
+    names = {argv[i + 1] for i, a in enumerate(argv) if a == "--setenv"}
+    assert names == set(sandbox.BASE_ENV) | {"PYTHONPATH"}
+    binds = [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--bind"]
+    assert not binds, "nothing outside is writable from inside"
+    assert ("/some/package", "/student") in [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--ro-bind"]
+
+
+def test_the_exercises_are_the_functions_with_a_solution_region():
+    targets = dict(verdict.exercise_targets(read_notebook(REPO / "notebooks" / "04_elementwise.ipynb")))
+    assert targets["unbroadcast"] == "function" and targets["AddBackward.apply"] == "method"
+    assert "AddBackward.__init__" not in targets
+    assert dict(verdict.exercise_targets(read_notebook(REPO / "notebooks" / "06_autograd.ipynb"))).keys() == {
+        "topological_order", "accumulate", "run_backward"}
