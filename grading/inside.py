@@ -6,6 +6,7 @@ the notebook here, kernel included, in a private /tmp, and this prints one JSON 
 nbgrader's score per test. Whatever the student's code does to this process can only change that line, which is
 shown to that student and never counted.
 """
+
 import json
 import shutil
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 def main(argv=None):
     assignment, student, cell_timeout = (argv or sys.argv[1:])[:3]
     from .course import Course
+
     root = Path("/tmp/course")
     shutil.copytree("/course", root)
     course = Course(root, cell_timeout=int(cell_timeout), sandboxed=True)

@@ -13,6 +13,7 @@ the student's numbers in it. No code and no pickle crosses, so nothing the stude
 NumPy, replace the checker, walk frames, forge a result line) can change how it is judged: only the data it returns,
 which is what is judged.
 """
+
 import ast
 import builtins
 import importlib
@@ -22,7 +23,6 @@ import shutil
 import signal
 import sys
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +30,8 @@ import numpy as np
 from . import sandbox, wire
 from .errors import GradingError
 
-GRACE = 5             # seconds, beyond the cell timeout, that the grader waits for one call
-RESTARTS = 5          # times a crashed or hung worker is started again
+GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
+RESTARTS = 5  # times a crashed or hung worker is started again
 WORKER_FILES = ["worker.py", "wire.py"]
 WORKER_NUMBERS = 1 << 40
 
@@ -45,6 +45,7 @@ class CellTimeout(BaseException):
 
 
 # -- What the worker must run: the exercises ------------------------------------------------------------------------
+
 
 def is_export(source):
     return any(line.strip().replace(" ", "").startswith("#|export") for line in source.splitlines()[:3])
@@ -71,9 +72,14 @@ def solution_lines(source):
 def exercise_targets(instructor_nb, exported=True):
     """[(qualname, kind)] of the functions and methods the student writes: those whose body holds a solution region.
     kind is 'function', 'method' or 'property'. `exported`: those of the module (else: of the notebook only)."""
-    return [t for cell in instructor_nb.cells if cell.cell_type == "code"
-            and cell.get("metadata", {}).get("nbgrader", {}).get("solution") and is_export(cell.source) == exported
-            for t in cell_targets(cell)]
+    return [
+        t
+        for cell in instructor_nb.cells
+        if cell.cell_type == "code"
+        and cell.get("metadata", {}).get("nbgrader", {}).get("solution")
+        and is_export(cell.source) == exported
+        for t in cell_targets(cell)
+    ]
 
 
 def cell_targets(cell):
@@ -91,8 +97,10 @@ def cell_targets(cell):
                     targets.append((f"{node.name}.{item.name}", "property" if is_property else "method"))
                     covered |= _spans(item)
     if inside - covered:
-        raise GradingError(f"{meta.get('grade_id')}: a solution region outside any function or method body "
-                           f"(line {min(inside - covered)}); the grader can only call functions the student writes")
+        raise GradingError(
+            f"{meta.get('grade_id')}: a solution region outside any function or method body "
+            f"(line {min(inside - covered)}); the grader can only call functions the student writes"
+        )
     return targets
 
 
@@ -102,6 +110,7 @@ def _spans(node):
 
 # -- The worker -----------------------------------------------------------------------------------------------------
 
+
 class Worker:
     "One sandboxed worker process with the student's package, fed one call at a time."
 
@@ -109,8 +118,13 @@ class Worker:
         child_in, self.to_child = os.pipe()
         self.from_child, child_out = os.pipe()
         python = os.path.realpath(sys.executable)
-        self.process = sandbox.start([python, "-I", script, str(child_in), str(child_out)], binds,
-                                     pass_fds=(child_in, child_out), sandboxed=sandboxed, **limits)
+        self.process = sandbox.start(
+            [python, "-I", script, str(child_in), str(child_out)],
+            binds,
+            pass_fds=(child_in, child_out),
+            sandboxed=sandboxed,
+            **limits,
+        )
         os.close(child_in)
         os.close(child_out)
         self.buffer, self.timeout = b"", plan["cell_timeout"] + GRACE
@@ -123,7 +137,7 @@ class Worker:
     def send(self, data):
         view = memoryview(data)
         while view:
-            view = view[os.write(self.to_child, view):]
+            view = view[os.write(self.to_child, view) :]
 
     def receive(self, deadline):
         def read(n):
@@ -136,6 +150,7 @@ class Worker:
                     raise EOFError()
             chunk, self.buffer = self.buffer[:n], self.buffer[n:]
             return chunk
+
         return wire.unpack(read)
 
     def close(self):
@@ -168,8 +183,9 @@ class Remote:
             self.worker = Worker(self.plan, self.binds, self.limits, self.sandboxed, self.script)
         except (EOFError, TimeoutError, wire.WireError, OSError):
             self.restarts += 1
-            raise StudentError("your module did not finish importing (an endless loop, os._exit or a crash at "
-                               "import time)") from None
+            raise StudentError(
+                "your module did not finish importing (an endless loop, os._exit or a crash at import time)"
+            ) from None
         if self.first_import == "not started":
             self.first_import = self.worker.import_error
         return self.worker
@@ -194,8 +210,14 @@ class Remote:
         worker = self.ensure_worker()
         session = wire.Session(resolve_trusted_class)
         worker.calls += 1
-        header = {"op": "call", "module": self.plan["module"], "qualname": qualname, "readonly": readonly,
-                  "globals": simple_globals(self.graded), "call": worker.calls}
+        header = {
+            "op": "call",
+            "module": self.plan["module"],
+            "qualname": qualname,
+            "readonly": readonly,
+            "globals": simple_globals(self.graded),
+            "call": worker.calls,
+        }
         try:
             request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
         except wire.WireError as error:
@@ -211,17 +233,20 @@ class Remote:
                 worker.send(self.run_callback(session, reply, arrays))
         except TimeoutError:
             self.drop_worker()
-            raise self.event(f"your {qualname} did not finish in time ({worker.timeout} s; an endless loop that "
-                             "ignores interrupts?)") from None
+            raise self.event(
+                f"your {qualname} did not finish in time ({worker.timeout} s; an endless loop that ignores interrupts?)"
+            ) from None
         except (EOFError, OSError):
             self.drop_worker()
-            raise self.event(f"the process ended while your {qualname} ran (os._exit, a crash, or a memory or CPU "
-                             "limit); it was started again for the next test") from None
+            raise self.event(
+                f"the process ended while your {qualname} ran (os._exit, a crash, or a memory or CPU "
+                "limit); it was started again for the next test"
+            ) from None
         except wire.WireError as error:
             self.drop_worker()
             raise StudentError(f"{qualname} sent back something that is not plain data: {error}") from None
         except BaseException as error:
-            self.drop_worker()     # stopped halfway (the cell's time ran out): the worker's state is unknown
+            self.drop_worker()  # stopped halfway (the cell's time ran out): the worker's state is unknown
             if isinstance(error, CellTimeout):
                 self.event(f"your {qualname} did not finish in time (the test's {self.plan['cell_timeout']} s)")
             raise
@@ -229,7 +254,8 @@ class Remote:
             changed = changed_inputs(session, reply)
             if changed:
                 raise wire.EXCEPTIONS["ValueError"](
-                    f"your rule changed {changed} in place: compute a new array instead")
+                    f"your rule changed {changed} in place: compute a new array instead"
+                )
             reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= WORKER_NUMBERS]
         try:
             values = session.receive(reply, arrays)
@@ -251,10 +277,15 @@ class Remote:
             return session.message({"op": "return"}, {"value": result})
         except wire.WireError:
             raise
-        except Exception as error:        # noqa: BLE001  (the test's function failed on the student's data)
-            return session.message({"op": "raise", "type": type(error).__name__
-                                    if type(error).__name__ in wire.EXCEPTIONS else "RuntimeError",
-                                    "message": str(error)[:2000]}, {})
+        except Exception as error:  # noqa: BLE001  (the test's function failed on the student's data)
+            return session.message(
+                {
+                    "op": "raise",
+                    "type": type(error).__name__ if type(error).__name__ in wire.EXCEPTIONS else "RuntimeError",
+                    "message": str(error)[:2000],
+                },
+                {},
+            )
 
 
 def changed_inputs(session, reply):
@@ -278,8 +309,12 @@ def exception_of(reply):
 
 
 def resolve_trusted_class(module, qualname):
-    if not (isinstance(module, str) and isinstance(qualname, str) and module.split(".")[0] == "tinytorch"
-            and module in sys.modules):
+    if not (
+        isinstance(module, str)
+        and isinstance(qualname, str)
+        and module.split(".")[0] == "tinytorch"
+        and module in sys.modules
+    ):
         raise wire.WireError(f"the class {module}.{qualname} is not one of the course's")
     value = sys.modules[module]
     for part in qualname.split("."):
@@ -292,8 +327,11 @@ def resolve_trusted_class(module, qualname):
 
 
 def simple_globals(module):
-    return {k: v for k, v in vars(module).items()
-            if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))}
+    return {
+        k: v
+        for k, v in vars(module).items()
+        if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))
+    }
 
 
 def set_simple_globals(module, values):
@@ -310,8 +348,10 @@ def install(space, targets, remote):
     """Replace each exercise in `space` (the grader's copy of the module, or the notebook's namespace for an exercise
     that is not exported) with a stand-in that calls the student's version."""
     for qualname, kind in targets:
+
         def stub(*args, _qualname=qualname, **kwargs):
             return remote.call(_qualname, args, kwargs, readonly=_qualname.endswith(".apply"))
+
         stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
         get = space.get if isinstance(space, dict) else lambda name: getattr(space, name)
         if kind == "function":
@@ -326,6 +366,7 @@ def install(space, targets, remote):
 
 # -- Running the instructor's cells ---------------------------------------------------------------------------------
 
+
 def plan_cells(instructor_nb):
     "The cells run here, in order: [{'id', 'kind', 'source'}]: the instructor's setup and test cells."
     cells = []
@@ -334,15 +375,26 @@ def plan_cells(instructor_nb):
         if cell.cell_type != "code" or is_export(cell.source) or "#| default_exp" in cell.source:
             continue
         kind = "solution" if meta.get("solution") else "test" if meta.get("grade") else "setup"
-        cells.append({"id": meta.get("grade_id", cell.get("id")), "kind": kind, "source": cell.source,
-                      "targets": cell_targets(cell) if kind == "solution" else []})
+        cells.append(
+            {
+                "id": meta.get("grade_id", cell.get("id")),
+                "kind": kind,
+                "source": cell.source,
+                "targets": cell_targets(cell) if kind == "solution" else [],
+            }
+        )
     return cells
 
 
 def notebook_exercises(nb):
     "The student's exercises that are not exported: the worker runs them in the module's namespace after importing it."
-    return [c.source for c in nb.cells if c.cell_type == "code" and not is_export(c.source)
-            and c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    return [
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code"
+        and not is_export(c.source)
+        and c.get("metadata", {}).get("nbgrader", {}).get("solution")
+    ]
 
 
 def describe(error):
@@ -363,7 +415,7 @@ def run_cell(cell, namespace, timeout):
         return True, ""
     except CellTimeout:
         return False, f"took longer than {timeout} s"
-    except Exception as error:            # noqa: BLE001  (a failing test; an error from the student's code)
+    except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
         return False, describe(error)
     finally:
         signal.alarm(0)
@@ -377,6 +429,7 @@ def trusted_modules(reference, earlier, graded):
     sys.path.insert(0, str(reference))
     importlib.invalidate_caches()
     import tinytorch  # noqa: F401  (the reference package, not an installed one: checked below)
+
     for name in earlier:
         importlib.import_module(name)
     module = importlib.import_module(graded)
@@ -393,14 +446,20 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     module = trusted_modules(reference, spec.earlier_modules, spec.module)
     for name in WORKER_FILES:
         shutil.copyfile(Path(__file__).with_name(name), Path(runner) / name)
-    plan = {"op": "plan", "package": "/student" if sandboxed else str(package), "module": spec.module,
-            "exported": exported_sources(restored_nb), "earlier_modules": spec.earlier_modules,
-            "cell_timeout": spec.cell_timeout, "notebook_exercises": notebook_exercises(restored_nb)}
+    plan = {
+        "op": "plan",
+        "package": "/student" if sandboxed else str(package),
+        "module": spec.module,
+        "exported": exported_sources(restored_nb),
+        "earlier_modules": spec.earlier_modules,
+        "cell_timeout": spec.cell_timeout,
+        "notebook_exercises": notebook_exercises(restored_nb),
+    }
     script = "/grader/worker.py" if sandboxed else str(Path(runner) / "worker.py")
     limits = {"memory_mb": spec.memory_mb, "cpu_seconds": max(600, 20 * spec.cell_timeout)}
     remote = Remote(plan, [(runner, "/grader"), (package, "/student")], limits, sandboxed, script, module)
     install(module, targets, remote)
-    importlib.import_module("tinytorch")          # what the notebooks' `import tinytorch` does, after the stand-ins
+    importlib.import_module("tinytorch")  # what the notebooks' `import tinytorch` does, after the stand-ins
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     results, notes, setup_failed = {}, [], False
@@ -410,20 +469,22 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
         except StudentError as error:
             notes.append(str(error))
         if remote.first_import and remote.first_import != "not started":
-            notes.append(f"your module could not be imported ({remote.first_import}); each of your exercise cells "
-                         "was run on its own instead, as in the notebook")
+            notes.append(
+                f"your module could not be imported ({remote.first_import}); each of your exercise cells "
+                "was run on its own instead, as in the notebook"
+            )
         for cell in plan_cells(instructor_nb):
             if time.time() > deadline:
                 if cell["kind"] == "test":
                     results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
                 continue
-            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE)   # its calls time out first
-            if cell["kind"] == "solution":       # the instructor's version ran here: its exercises go to the worker
+            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE)  # its calls time out first
+            if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
                 install(namespace, cell["targets"], remote)
             if cell["kind"] == "test":
                 results[cell["id"]] = (passed, message)
-            elif not passed and not setup_failed:   # only the first failure says something: later ones follow
-                if "NotImplementedError" not in message:   # (an exercise not done yet is no news: its tests say so)
+            elif not passed and not setup_failed:  # only the first failure says something: later ones follow
+                if "NotImplementedError" not in message:  # (an exercise not done yet is no news: its tests say so)
                     notes.append(f"the given cell {cell['id']} failed: {message[:300]}")
                 setup_failed = True
     finally:

@@ -13,19 +13,36 @@ tensors, and a rule that changed its inputs in place is seen doing so.
 
 The graph of a tensor can be 100,000 operations deep: objects are sent as a flat table, never nested.
 """
+
 import io
 import json
 import struct
-import types
 
 import numpy as np
 
-ARRAY_KINDS = "biufc"             # bool, signed, unsigned, float, complex: numbers only
-MAX_MESSAGE = 1 << 30             # bytes; a bigger message is refused, not read
-EXCEPTIONS = {e.__name__: e for e in (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError,
-                                      NotImplementedError, RuntimeError, AttributeError, AssertionError,
-                                      ArithmeticError, FloatingPointError, OverflowError, MemoryError,
-                                      RecursionError, LookupError, StopIteration)}
+ARRAY_KINDS = "biufc"  # bool, signed, unsigned, float, complex: numbers only
+MAX_MESSAGE = 1 << 30  # bytes; a bigger message is refused, not read
+EXCEPTIONS = {
+    e.__name__: e
+    for e in (
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        ZeroDivisionError,
+        NotImplementedError,
+        RuntimeError,
+        AttributeError,
+        AssertionError,
+        ArithmeticError,
+        FloatingPointError,
+        OverflowError,
+        MemoryError,
+        RecursionError,
+        LookupError,
+        StopIteration,
+    )
+}
 
 
 class WireError(Exception):
@@ -33,6 +50,7 @@ class WireError(Exception):
 
 
 # -- Framing ---------------------------------------------------------------------------------------------------------
+
 
 def array_bytes(array):
     buffer = io.BytesIO()
@@ -43,7 +61,7 @@ def array_bytes(array):
 def array_from(data):
     try:
         array = np.load(io.BytesIO(data), allow_pickle=False)
-    except Exception as error:          # noqa: BLE001  (whatever numpy says about malformed bytes)
+    except Exception as error:  # noqa: BLE001  (whatever numpy says about malformed bytes)
         raise WireError(f"an array that is not plain numbers: {error}") from None
     if not isinstance(array, np.ndarray) or array.dtype.kind not in ARRAY_KINDS or array.dtype.fields:
         raise WireError(f"an array of dtype {getattr(array, 'dtype', '?')}: only numbers may cross")
@@ -55,7 +73,7 @@ def pack(header, arrays):
     header gives each array's dtype and shape); a graph of 100,000 small tensors is then a few blobs, not 100,000."""
     layout, groups = [], {}
     for array in arrays:
-        array = np.asarray(array, order="C")          # (ascontiguousarray would make a 0-d array 1-d)
+        array = np.asarray(array, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
         layout.append([array.dtype.str, list(array.shape)])
         groups.setdefault(array.dtype.str, []).append(array.reshape(-1))
     blobs = [array_bytes(np.concatenate(parts)) for parts in groups.values()]
@@ -83,7 +101,7 @@ def unpack(read):
     body = read_exactly(read, size)
     (head_size,) = struct.unpack("<Q", body[:8])
     try:
-        header = json.loads(body[8:8 + head_size])
+        header = json.loads(body[8 : 8 + head_size])
         layout, blobs = header.pop("arrays"), header.pop("blobs")
         shapes = [(str(d), tuple(int(n) for n in shape)) for d, shape in layout]
         sizes = [(str(d), int(n)) for d, n in blobs]
@@ -91,7 +109,7 @@ def unpack(read):
         raise WireError(f"a message that is not JSON of the expected form: {error}") from None
     flat, at = {}, 8 + head_size
     for dtype, n in sizes:
-        flat[dtype] = array_from(body[at:at + n]).reshape(-1)
+        flat[dtype] = array_from(body[at : at + n]).reshape(-1)
         at += n
     arrays, used = [], dict.fromkeys(flat, 0)
     for dtype, shape in shapes:
@@ -100,7 +118,7 @@ def unpack(read):
         count = int(np.prod(shape, dtype=np.int64))
         if used[dtype] + count > flat[dtype].size:
             raise WireError("an array that is not in the message")
-        arrays.append(flat[dtype][used[dtype]:used[dtype] + count].reshape(shape))
+        arrays.append(flat[dtype][used[dtype] : used[dtype] + count].reshape(shape))
         used[dtype] += count
     return header, arrays
 
@@ -139,13 +157,13 @@ class Session:
         self.objects, self.number_of, self.seen = {}, {}, {}
         self.resolve_class, self.make_callable = resolve_class, make_callable
         self.next_number, self.readonly, self.accept_new_classes = first_number, readonly, accept_new_classes
-        self.local_classes = {}            # number -> a class made here for the other side's test-defined class
+        self.local_classes = {}  # number -> a class made here for the other side's test-defined class
 
     # -- sending --
     def encode(self, value, sending):
         "A JSON node for `value`; objects not yet known are added to `sending` (number -> object)."
         if value is None or type(value) in SIMPLE_TYPES:
-            return value                  # NaN and infinities too: Python's json reads what it writes
+            return value  # NaN and infinities too: Python's json reads what it writes
         number = self.number_of.get(id(value))
         if number is not None:
             return {"r": number}
@@ -202,8 +220,10 @@ class Session:
         is_course_object = hasattr(value, "__dict__") and (module.startswith("tinytorch") or module == "__main__")
         if callable(value) and not is_course_object:
             if self.make_callable is not None:
-                raise WireError(f"your code returned a function ({getattr(value, '__name__', value)!r}); "
-                                "the grader can check tensors, arrays, numbers and the course's objects only")
+                raise WireError(
+                    f"your code returned a function ({getattr(value, '__name__', value)!r}); "
+                    "the grader can check tensors, arrays, numbers and the course's objects only"
+                )
             return ["f", None]
         if not is_course_object:
             raise WireError(f"a {type(value).__name__} object cannot be sent")
@@ -214,10 +234,12 @@ class Session:
         module = getattr(cls, "__module__", "") or ""
         if module.startswith("tinytorch.") or module == "tinytorch":
             return {"m": module, "q": cls.__qualname__}
-        if self.make_callable is None and module == "__main__":     # a class the grader's test defined
+        if self.make_callable is None and module == "__main__":  # a class the grader's test defined
             return {"L": cls.__qualname__, "b": [self.encode(b, sending) for b in cls.__bases__ if b is not object]}
-        raise WireError(f"a {cls.__qualname__} object cannot be sent: the grader checks tensors, arrays, numbers "
-                        "and the course's classes only")
+        raise WireError(
+            f"a {cls.__qualname__} object cannot be sent: the grader checks tensors, arrays, numbers "
+            "and the course's classes only"
+        )
 
     def message(self, header, values, include_changes=True):
         "Pack `header` with every value in `values` (name -> value) encoded, and the objects that changed."
@@ -227,7 +249,7 @@ class Session:
             for number, value in list(self.objects.items()):
                 if number not in sending and self.seen.get(number) != _fingerprint(value):
                     sending[number] = value
-        queue, position = list(sending), 0       # describing an object may add the objects it refers to
+        queue, position = list(sending), 0  # describing an object may add the objects it refers to
         self.queue = queue
         while position < len(queue):
             number = queue[position]
@@ -244,7 +266,8 @@ class Session:
         "Apply a message's object table (new objects made, known ones updated); return its decoded values."
         table = header.get("objects", [])
         if not isinstance(table, list) or not all(
-                isinstance(e, list) and len(e) == 3 and type(e[0]) is int and isinstance(e[1], str) for e in table):
+            isinstance(e, list) and len(e) == 3 and type(e[0]) is int and isinstance(e[1], str) for e in table
+        ):
             raise WireError("a malformed object table")
         new = [e for e in table if e[0] not in self.objects]
         made_arrays = {e[0] for e in new if e[1] == "a"}
@@ -374,7 +397,7 @@ class Session:
             return node
         if not isinstance(node, dict) or len(node) != 1:
             raise WireError(f"a malformed value {str(node)[:80]}")
-        (tag, body), = node.items()
+        ((tag, body),) = node.items()
         if tag == "r":
             if type(body) is not int or body not in self.objects:
                 raise WireError("a reference to an unknown object")

@@ -9,7 +9,9 @@ changes only the data it sends back, which the grader then checks as it would ch
 
 Nothing here is a defence; the sandbox around this process and the grader's checks are.
 """
+
 import builtins
+import functools
 import importlib
 import importlib.util
 import os
@@ -21,9 +23,9 @@ import types
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wire  # noqa: E402  (the file beside this one, also in the sandbox)
 
-WORKER_NUMBERS = 1 << 40          # objects made here are numbered from this on; the grader's from 1
+WORKER_NUMBERS = 1 << 40  # objects made here are numbered from this on; the grader's from 1
 BUILTINS = dict(builtins.__dict__)  # put back before each reply: code that replaced a builtin still gets its answers
-                                    # sent (robustness for the student, not a defence: the verdict is elsewhere)
+# sent (robustness for the student, not a defence: the verdict is elsewhere)
 
 
 class CallTimeout(BaseException):
@@ -38,8 +40,9 @@ def stub_package(root):
     "Make `tinytorch` importable without running its __init__, so modules load one at a time, in course order."
     for name in ("tinytorch", "tinytorch.core"):
         folder = os.path.join(root, *name.split("."))
-        spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
-                                                      submodule_search_locations=[folder])
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
+        )
         sys.modules[name] = importlib.util.module_from_spec(spec)
     sys.modules["tinytorch"].core = sys.modules["tinytorch.core"]
 
@@ -55,24 +58,24 @@ def import_student_module(plan):
     try:
         signal.alarm(plan["cell_timeout"])
         importlib.import_module(plan["module"])
-    except BaseException as exc:          # noqa: BLE001  (the student's module may raise anything)
+    except BaseException as exc:  # noqa: BLE001  (the student's module may raise anything)
         error = f"{type(exc).__name__}: {exc}"[:2000]
         cell_by_cell(plan)
     finally:
         signal.alarm(0)
     builtins.__dict__.update(BUILTINS)
-    for source in plan.get("notebook_exercises", []):   # exercises the notebook keeps to itself (not exported)
+    for source in plan.get("notebook_exercises", []):  # exercises the notebook keeps to itself (not exported)
         try:
             signal.alarm(plan["cell_timeout"])
             exec(compile(source, "<exercise>", "exec"), sys.modules[plan["module"]].__dict__)
-        except BaseException as exc:      # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001
             error = error or f"{type(exc).__name__}: {exc}"[:2000]
         finally:
             signal.alarm(0)
     if "tinytorch.core.autograd" not in plan["earlier_modules"]:
-        try:                              # what tinytorch/__init__.py does
+        try:  # what tinytorch/__init__.py does
             importlib.import_module("tinytorch.core.autograd").enable_autograd()
-        except BaseException as exc:      # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001
             error = error or f"importing tinytorch failed: {type(exc).__name__}: {exc}"[:2000]
     return error
 
@@ -87,7 +90,7 @@ def cell_by_cell(plan):
         try:
             signal.alarm(plan["cell_timeout"])
             exec(compile(source, f"<{plan['module']}>", "exec"), module.__dict__)
-        except BaseException:             # noqa: BLE001
+        except BaseException:  # noqa: BLE001
             pass
         finally:
             signal.alarm(0)
@@ -112,8 +115,11 @@ def target_of(module, qualname):
 
 
 def simple_globals(module):
-    return {k: v for k, v in vars(module).items()
-            if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))}
+    return {
+        k: v
+        for k, v in vars(module).items()
+        if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))
+    }
 
 
 class Channel:
@@ -123,7 +129,7 @@ class Channel:
     def send(self, data):
         view = memoryview(data)
         while view:
-            view = view[os.write(self.out_fd, view):]
+            view = view[os.write(self.out_fd, view) :]
 
     def receive(self):
         return wire.unpack(self.inbox.read)
@@ -133,12 +139,18 @@ def error_header(exc, readonly):
     kind = type(exc).__name__
     message = "took longer than the time limit for one call" if isinstance(exc, CallTimeout) else str(exc)
     if readonly and isinstance(exc, ValueError) and "read-only" in message:
-        message = ("your rule changed grad_output or a saved tensor in place: compute a new array instead "
-                   f"({message})")
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<") or "tinytorch" in f.filename]
+        message = f"your rule changed grad_output or a saved tensor in place: compute a new array instead ({message})"
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<") or "tinytorch" in f.filename
+    ]
     where = f"line {frames[-1].lineno}: {frames[-1].line}" if frames and frames[-1].line else ""
-    return {"op": "raise", "type": kind if kind in wire.EXCEPTIONS or kind == "GradcheckError" else "Error",
-            "raised": kind, "message": message[:4000], "where": where[:300]}
+    return {
+        "op": "raise",
+        "type": kind if kind in wire.EXCEPTIONS or kind == "GradcheckError" else "Error",
+        "raised": kind,
+        "message": message[:4000],
+        "where": where[:300],
+    }
 
 
 def serve(channel, plan):
@@ -148,8 +160,14 @@ def serve(channel, plan):
         if header.get("op") == "end":
             return
         readonly, call = bool(header.get("readonly")), header.get("call")
-        session = wire.Session(resolve_class, first_number=WORKER_NUMBERS, readonly=readonly, accept_new_classes=True,
-                                     make_callable=lambda number: callback(channel, session, number, call))
+        session = wire.Session(
+            resolve_class,
+            first_number=WORKER_NUMBERS,
+            readonly=readonly,
+            accept_new_classes=True,
+            make_callable=lambda number: None,
+        )
+        session.make_callable = functools.partial(callback, channel, session, call=call)
         try:
             for name, value in header.get("globals", {}).items():
                 if name in simple_globals(graded):
@@ -163,26 +181,32 @@ def serve(channel, plan):
             finally:
                 signal.alarm(0)
             builtins.__dict__.update(BUILTINS)
-            reply = session.message({"op": "return", "globals": simple_globals(graded), "call": call},
-                                    {"value": result})
-        except BaseException as exc:      # noqa: BLE001  (anything the student's code raises is an answer)
+            reply = session.message(
+                {"op": "return", "globals": simple_globals(graded), "call": call}, {"value": result}
+            )
+        except BaseException as exc:  # noqa: BLE001  (anything the student's code raises is an answer)
             try:
-                reply = session.message(dict(error_header(exc, readonly), globals=simple_globals(graded), call=call), {})
-            except BaseException as inner:    # noqa: BLE001
+                reply = session.message(
+                    dict(error_header(exc, readonly), globals=simple_globals(graded), call=call), {}
+                )
+            except BaseException as inner:  # noqa: BLE001
                 reply = wire.pack(dict(error_header(inner, readonly), call=call), [])
         channel.send(reply)
 
 
 def callback(channel, session, number, call):
     "A stand-in for one of the grader's functions: calling it asks the grader to run it and waits for the answer."
+
     def function_stub(*args, **kwargs):
-        channel.send(session.message({"op": "callback", "function": number, "call": call},
-                                     {"args": args, "kwargs": kwargs}))
+        channel.send(
+            session.message({"op": "callback", "function": number, "call": call}, {"args": args, "kwargs": kwargs})
+        )
         header, arrays = channel.receive()
         values = session.receive(header, arrays)
         if header.get("op") == "raise":
             raise wire.EXCEPTIONS.get(header.get("type"), RuntimeError)(header.get("message", ""))
         return values["value"]
+
     function_stub._wire_stub = True
     return function_stub
 
@@ -195,6 +219,7 @@ def main(argv=None):
     os.chdir("/tmp")
     signal.signal(signal.SIGALRM, _alarm)
     import matplotlib
+
     matplotlib.use("Agg")
     error = import_student_module(plan)
     channel.send(wire.pack({"op": "ready", "error": error}, []))

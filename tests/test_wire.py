@@ -1,4 +1,5 @@
 """The trust boundary's message format (grading.wire) and the sandbox command line: fast unit tests."""
+
 import io
 import json
 import struct
@@ -23,8 +24,13 @@ def resolve(module, qualname):
 def across(values, readonly=False):
     "Send `values` from a grader's session to a worker's; return (what arrived, both sessions)."
     grader = wire.Session(resolve)
-    worker = wire.Session(resolve, first_number=verdict.WORKER_NUMBERS, readonly=readonly, accept_new_classes=True,
-                          make_callable=lambda number: (lambda *a: None))
+    worker = wire.Session(
+        resolve,
+        first_number=verdict.WORKER_NUMBERS,
+        readonly=readonly,
+        accept_new_classes=True,
+        make_callable=lambda number: lambda *a: None,
+    )
     header, arrays = wire.unpack(io.BytesIO(grader.message({"op": "call"}, values)).read)
     return worker.receive(header, arrays), grader, worker
 
@@ -35,8 +41,14 @@ def reply(worker, grader, values):
 
 
 def test_arrays_keep_shape_dtype_and_values():
-    values = {"a": np.arange(6.0).reshape(2, 3), "b": np.array(2.5), "c": np.zeros((0, 4), dtype=np.float32),
-              "d": np.array([1, 2], dtype=np.int64), "e": np.array([True, False]), "f": np.float32(3.0)}
+    values = {
+        "a": np.arange(6.0).reshape(2, 3),
+        "b": np.array(2.5),
+        "c": np.zeros((0, 4), dtype=np.float32),
+        "d": np.array([1, 2], dtype=np.int64),
+        "e": np.array([True, False]),
+        "f": np.float32(3.0),
+    }
     got, _, _ = across(values)
     for name, value in values.items():
         assert np.asarray(got[name]).shape == np.shape(value) and np.asarray(got[name]).dtype == np.asarray(value).dtype
@@ -47,7 +59,6 @@ def test_objects_keep_identity_within_a_call_and_come_back_as_the_same_object():
     x = Tensor([1.0, 2.0], requires_grad=True)
     y = x * x + x
     got, grader, worker = across({"root": y, "again": x})
-    (a, b), _ = got["root"]._grad_fn.saved_tensors, None
     assert got["again"] is got["root"]._grad_fn.saved_tensors[1]
     back = reply(worker, grader, {"value": [got["again"], got["root"]]})
     assert back["value"][0] is x and back["value"][1] is y
@@ -96,14 +107,19 @@ def forged(table, values):
     return wire.unpack(io.BytesIO(struct.pack("<Q", len(body)) + body).read)
 
 
-@pytest.mark.parametrize("table", [
-    [[1 << 40, "c", {"m": "os", "q": "system"}]],                                  # not a course class
-    [[1 << 40, "c", {"L": "Evil", "b": []}]],                                      # a class the grader never sent
-    [[1 << 40, "f", None]],                                                        # a function
-    [[1 << 40, "c", {"m": "tinytorch.core.tensor", "q": "Tensor"}],
-     [(1 << 40) + 1, "o", {"c": {"r": 1 << 40}, "s": {"__class__": 1}}]],         # a dunder attribute
-    [[1 << 40, "x", None]],                                                        # an unknown kind
-])
+@pytest.mark.parametrize(
+    "table",
+    [
+        [[1 << 40, "c", {"m": "os", "q": "system"}]],  # not a course class
+        [[1 << 40, "c", {"L": "Evil", "b": []}]],  # a class the grader never sent
+        [[1 << 40, "f", None]],  # a function
+        [
+            [1 << 40, "c", {"m": "tinytorch.core.tensor", "q": "Tensor"}],
+            [(1 << 40) + 1, "o", {"c": {"r": 1 << 40}, "s": {"__class__": 1}}],
+        ],  # a dunder attribute
+        [[1 << 40, "x", None]],  # an unknown kind
+    ],
+)
 def test_the_grader_refuses_anything_but_plain_data(table):
     grader = wire.Session(verdict.resolve_trusted_class)
     header, arrays = forged(table, {"value": {"r": table[-1][0]}})
@@ -131,4 +147,7 @@ def test_the_exercises_are_the_functions_with_a_solution_region():
     assert targets["unbroadcast"] == "function" and targets["AddBackward.apply"] == "method"
     assert "AddBackward.__init__" not in targets
     assert dict(verdict.exercise_targets(read_notebook(REPO / "notebooks" / "06_autograd.ipynb"))).keys() == {
-        "topological_order", "accumulate", "run_backward"}
+        "topological_order",
+        "accumulate",
+        "run_backward",
+    }
