@@ -47,7 +47,7 @@ def col2im(grad_rows, x_shape, kh, kw, out_hw):
     n, c, h, w = x_shape
     out_h, out_w = out_hw
     grad_windows = grad_rows.reshape(n, out_h, out_w, c, kh, kw)
-    grad_x = np.zeros(x_shape)
+    grad_x = np.zeros(x_shape, dtype=grad_rows.dtype)
     for i in range(kh):
         for j in range(kw):
             grad_x[:, :, i:i + out_h, j:j + out_w] += grad_windows[:, :, :, :, i, j].transpose(0, 3, 1, 2)
@@ -114,7 +114,7 @@ class MaxPool2dBackward(Function):
     def apply(self, grad_output):
         (x,) = self.saved_tensors
         n, c, h, w = x.shape
-        grad_windows = np.zeros((n, c, h // self.k, w // self.k, self.k * self.k))
+        grad_windows = np.zeros((n, c, h // self.k, w // self.k, self.k * self.k), dtype=grad_output.dtype)
         ### BEGIN SOLUTION
         np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)
         ### END SOLUTION

@@ -93,7 +93,7 @@ class CrossEntropyBackward(Function):
         logits, targets = self.saved_tensors
         labels = targets.data
         ### BEGIN SOLUTION
-        one_hot = np.eye(logits.shape[1])[labels]
+        one_hot = np.eye(logits.shape[1], dtype=logits.dtype)[labels]
         return grad_output * (softmax(logits, axis=1) - one_hot) / logits.shape[0], None
         ### END SOLUTION
 

@@ -60,7 +60,7 @@ class SumBackward(Function):
     def apply(self, grad_output):
         (x,) = self.saved_tensors
         ### BEGIN SOLUTION
-        return (grad_output.reshape(kept_shape(x.shape, self.axis)) * np.ones(x.shape),)
+        return (grad_output.reshape(kept_shape(x.shape, self.axis)) * np.ones(x.shape, dtype=grad_output.dtype),)
         ### END SOLUTION
 
 
@@ -75,7 +75,7 @@ class MeanBackward(Function):
         shape = kept_shape(x.shape, self.axis)
         count = x.size // max(int(np.prod(shape)), 1)
         ### BEGIN SOLUTION
-        return (grad_output.reshape(shape) * np.ones(x.shape) / count,)
+        return (grad_output.reshape(shape) * np.ones(x.shape, dtype=grad_output.dtype) / count,)
         ### END SOLUTION
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-015
