@@ -229,3 +229,210 @@ def test_scatter_add_backward_and_its_double_backward():
     (g,) = grad((x[index] ** 2).sum(), [x], create_graph=True)
     (second,) = grad(g.sum(), [x])
     assert np.allclose(second.data, 2 * np.bincount(index, minlength=4)[:, None] * np.ones((4, 2)))
+
+
+# Issue 14: the bugs students really write. Rules get read-only arrays, shared gradient objects are compared at
+# every leaf, and edge values (zeros, p = 0 and 1, large logits, empty batches, float32) are checked.
+
+def relu_np(v):
+    return np.maximum(v, 0)
+
+
+class MasksGradOutput(E.Function):
+    def apply(self, grad_output):
+        (x,) = self.saved_tensors
+        g = grad_output.data
+        g[x.data <= 0] = 0
+        return (grad_output,)
+
+
+class ClampsItsInput(E.Function):
+    def apply(self, grad_output):
+        (x,) = self.saved_tensors
+        x.data[x.data < 0] = 0
+        return (grad_output * (x.data > 0),)
+
+
+class ReplacesItsInput(E.Function):
+    def apply(self, grad_output):
+        (x,) = self.saved_tensors
+        x.data = np.maximum(x.data, 0)
+        return (grad_output * (x.data > 0),)
+
+
+class ScalesItsOutput(E.ExpBackward):
+    def apply(self, grad_output):
+        self.output.data *= grad_output.data
+        return (self.output,)
+
+
+@pytest.mark.parametrize("rule, forward, words", [
+    (MasksGradOutput, relu_np, "your rule changed grad_output in place: compute a new array instead"),
+    (ClampsItsInput, relu_np, "your rule changed its saved input 0 in place"),
+    (ReplacesItsInput, relu_np, "your rule changed its saved input 0 in place"),
+    (ScalesItsOutput, np.exp, "your rule changed its saved output in place"),
+])
+def test_check_backward_hands_rules_read_only_arrays(rule, forward, words):
+    x = np.array([-1.0, 0.5, 2.0])
+    with pytest.raises(GradcheckError, match=words):
+        check_backward(rule, forward, [x])
+    assert np.array_equal(x, [-1.0, 0.5, 2.0]) and x.flags.writeable, "the caller's array is neither changed nor frozen"
+
+
+def test_gradcheck_catches_in_place_writes_inside_the_engine(monkeypatch):
+    import tinytorch.core.autograd as engine
+    x = Tensor([-1.0, 0.5, 2.0], requires_grad=True)
+    monkeypatch.setattr(A.ReLUBackward, "apply", MasksGradOutput.apply)
+    with pytest.raises(GradcheckError, match="ReLUBackward: your rule changed grad_output in place"):
+        gradcheck(lambda x: A.relu(x) + x, [x])
+    monkeypatch.undo()
+
+    def accumulate_in_place(grads, tensor, grad):
+        key = id(tensor)
+        if key in grads:
+            grads[key].data += grad.data
+        else:
+            grads[key] = grad
+    monkeypatch.setattr(engine, "accumulate", accumulate_in_place)
+    a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, -1.0], requires_grad=True)
+    for fn, inputs in [(lambda a: a + a, [a]), (lambda a, b: (a + b) * a + a * b, [a, b])]:
+        with pytest.raises(GradcheckError, match="changed a gradient in place outside the backward rules"):
+            gradcheck(fn, inputs)
+    assert a.data.flags.writeable and b.data.flags.writeable and x.data.flags.writeable
+    assert "apply" not in vars(a._grad_fn or E.Function()), "the rules' own apply is given back"
+
+
+def test_in_place_accumulation_gives_wrong_gradients_even_without_read_only_arrays(monkeypatch):
+    "The numerical comparison alone also catches it, in one of the two orders of a shared-gradient graph."
+    import tinytorch.core.autograd as engine
+
+    def accumulate_in_place(grads, tensor, grad):
+        key = id(tensor)
+        if key in grads:
+            grads[key].data += grad.data
+        else:
+            grads[key] = grad
+    monkeypatch.setattr(engine, "accumulate", accumulate_in_place)
+    wrong = 0
+    for fn in [lambda a, b: (a + b).sum() + (a * b).sum(), lambda a, b: (a * b).sum() + (a + b).sum(),
+               lambda a, b: (a + b) + (a + b) * a]:
+        a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, -1.0], requires_grad=True)
+        out = fn(a, b).sum()
+        out.backward()
+        expected = numerical_grad(lambda a, b, fn=fn: np.sum(fn(Tensor(a), Tensor(b)).data), [a.data, b.data])
+        wrong += not all(np.allclose(t.grad.data, e, atol=1e-5) for t, e in zip((a, b), expected))
+    assert wrong >= 2
+
+
+@pytest.mark.parametrize("fn, n", [
+    (lambda a: a + a, 1),
+    (lambda a, b: (a + b) * a + a * b, 2),
+    (lambda a, b: a * b + (a + b) * b, 2),
+    (lambda a, b: (a + b) + (a + b) * a, 2),
+    (lambda a: a * 2.0 + a.exp() + a * a, 1),
+    (lambda a: A.relu(a) + a, 1),
+    (lambda a: A.sigmoid(a) * A.sigmoid(a) + a, 1),
+    (lambda a: A.softmax(a, axis=-1) + a, 1),
+    (lambda a, b: L.mse_loss(a, a * 0.5) + (a - b).sum(), 2),
+])
+def test_one_gradient_object_reaching_two_places(fn, n):
+    rng = np.random.default_rng(7)
+    inputs = [Tensor(rng.normal(size=(2, 3)), requires_grad=True) for _ in range(n)]
+    assert gradcheck(fn, inputs)
+
+
+def test_edge_values_of_the_rules():
+    for p in [1, 2, 3, 2.0]:
+        check_backward(E.PowBackward, lambda a, exponent: a ** exponent, [np.array([0.0, -1.5, 0.0])], exponent=p)
+
+    class PowOverA(E.PowBackward):       # p * a**p / a: the same away from 0, NaN at 0
+        def apply(self, grad_output):
+            (a,) = self.saved_tensors
+            return (grad_output * self.exponent * a ** self.exponent / a,)
+    with np.errstate(all="ignore"), pytest.raises(GradcheckError, match="index"):
+        check_backward(PowOverA, lambda a, exponent: a ** exponent, [np.array([0.0, 1.5])], exponent=2)
+
+    (grad,) = A.ReLUBackward(Tensor([-1.0, 0.0, 2.0])).apply(Tensor(np.ones(3)))
+    assert np.array_equal(grad.data, [0.0, 0.0, 1.0]), "ReLU's documented convention: gradient 0 at exactly 0"
+    check_backward(E.DivBackward, np.divide, [np.array([0.0, -0.0, 1.0]), np.array([2.0, -0.5, 3.0])])
+
+    p, t = Tensor([0.0, 1.0, 0.0, 1.0]), Tensor([1.0, 0.0, 0.0, 1.0])
+    grads = L.BCEBackward(p, t).apply(Tensor(1.0))
+    assert all(np.all(np.isfinite(g.data)) for g in grads), "BCE at p = 0 and 1: the clipped p keeps it finite"
+
+    class Unclipped(L.BCEBackward):
+        def apply(self, grad_output):
+            probabilities, target = self.saved_tensors
+            n = probabilities.size
+            return (grad_output * (probabilities - target) / (probabilities * (1 - probabilities)) / n,
+                    grad_output * ((1 - probabilities).log() - probabilities.log()) / n)
+    with np.errstate(all="ignore"):
+        assert not all(np.all(np.isfinite(g.data)) for g in Unclipped(p, t).apply(Tensor(1.0)))
+
+    big = Tensor(np.array([[900.0, 0.0, -900.0], [0.0, 1000.0, 1000.0]]), requires_grad=True)
+    assert gradcheck(lambda z: L.cross_entropy(z, [0, 2]), [big])
+    assert gradcheck(lambda z: A.softmax(z, axis=1) * z, [big])
+    assert gradcheck(lambda z: A.log_softmax(z, axis=1), [big])
+
+
+def test_empty_batches():
+    rng = np.random.default_rng(8)
+    check_backward(E.AddBackward, np.add, [np.zeros((0, 3)), rng.normal(size=(3,))])
+    check_backward(E.MulBackward, np.multiply, [np.zeros((0, 3)), rng.normal(size=(1, 3))])
+    check_backward(R.MatmulBackward, np.matmul, [np.zeros((0, 3)), rng.normal(size=(3, 2))])
+    check_backward(R.SumBackward, np.sum, [np.zeros((0, 3))], axis=0)
+    check_backward(R.MeanBackward, np.mean, [np.zeros((0, 3))], axis=1)
+    no_index = np.zeros(0, dtype=int)
+    check_backward(R.IndexBackward, lambda v, index: v[index], [rng.normal(size=(4, 3))], index=no_index)
+    check_backward(A.SoftmaxBackward, lambda v, axis: np.exp(A._stable_log_softmax(v, axis)), [np.zeros((0, 4))], axis=-1)
+    check_backward(A.LogSoftmaxBackward, A._stable_log_softmax, [np.zeros((0, 4))], axis=-1)
+    check_backward(M.EmbeddingBackward, lambda w, ids: w[ids], [rng.normal(size=(5, 3))], ids=no_index)
+    x = Tensor(np.zeros((0, 3)), requires_grad=True)
+    assert gradcheck(lambda x: (x @ Tensor(np.ones((3, 2)))).sum(axis=0) + A.relu(x).mean(axis=1).sum(), [x])
+
+
+# Rules whose gradient keeps a float32 input's dtype. Not yet Pow, Mean, Sigmoid, Tanh, MSE, BCE and CrossEntropy: they
+# combine a Tensor with a Python number, which Tensor._lift makes a float64/int64 array, so NumPy promotes to float64.
+F32_RULES = [
+    (E.AddBackward, np.add, [(2, 3), (3,)], {}),
+    (E.SubBackward, np.subtract, [(2, 3), (3,)], {}),
+    (E.MulBackward, np.multiply, [(2, 3), (3,)], {}),
+    (E.NegBackward, np.negative, [(3,)], {}),
+    (E.ExpBackward, np.exp, [(3,)], {}),
+    (R.MatmulBackward, np.matmul, [(2, 3), (3, 4)], {}),
+    (R.SumBackward, np.sum, [(2, 3)], {"axis": 0}),
+    (R.ReshapeBackward, lambda v: v.reshape(-1), [(2, 3)], {}),
+    (R.TransposeBackward, np.transpose, [(2, 3)], {"axes": (1, 0)}),
+    (R.IndexBackward, lambda v, index: v[index], [(4, 3)], {"index": np.array([0, 2, 2])}),
+    (A.ReLUBackward, relu_np, [(3, 4)], {}),
+    (A.SoftmaxBackward, lambda v, axis: np.exp(A._stable_log_softmax(v, axis)), [(3, 4)], {"axis": -1}),
+    (A.LogSoftmaxBackward, A._stable_log_softmax, [(3, 4)], {"axis": -1}),
+    (C.Conv2dBackward, C.conv2d_forward, [(2, 2, 5, 4), (3, 2, 3, 2), (3,)], {"padding": 1}),
+    (C.MaxPool2dBackward, lambda x: C.window(x, 2).max(axis=-1), [(2, 3, 4, 6)], {}),
+    (M.EmbeddingBackward, lambda w, ids: w[ids], [(5, 3)], {"ids": np.array([[1, 1], [4, 1]])}),
+]
+
+
+@pytest.mark.parametrize("rule, forward, shapes, options", F32_RULES, ids=[r[0].__name__ for r in F32_RULES])
+def test_float32_gradients_stay_float32(rule, forward, shapes, options):
+    rng = np.random.default_rng(9)
+    inputs = [rng.normal(size=s).astype(np.float32) for s in shapes]
+    assert check_backward(rule, forward, inputs, **options)
+
+
+def test_float32_through_the_engine():
+    rng = np.random.default_rng(10)
+    x = Tensor(rng.normal(size=(3, 4)).astype(np.float32), requires_grad=True)
+    w = Tensor(rng.normal(size=(4, 2)).astype(np.float32), requires_grad=True)
+    assert gradcheck(lambda x, w: A.softmax(x @ w, axis=1) + (x * x).sum(axis=0).sum() + x.T[0].exp().sum(), [x, w])
+    assert gradcheck(lambda x: A.log_softmax(A.relu(x), axis=1)[np.array([0, 1, 2]), np.array([0, 1, 3])], [x])
+    (x @ w).sum().backward()
+    assert x.grad.dtype == np.float32 and w.grad.dtype == np.float32
+
+
+def test_check_backward_names_a_promoted_dtype():
+    class Promotes(E.Function):
+        def apply(self, grad_output):
+            return (grad_output * np.ones(grad_output.shape),)
+    with pytest.raises(GradcheckError, match="the input is float32 but its gradient is float64"):
+        check_backward(Promotes, lambda v: v * 1.0, [np.ones(3, dtype=np.float32)])
