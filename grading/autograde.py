@@ -173,9 +173,12 @@ def feedback_course(state, assignment):
     return folder
 
 
-def make_scratch():
-    "Where this run's jobs make their folders (each job's own is mode 0700); a new one per run."
-    return Path(tempfile.mkdtemp(prefix="tinytorch-grading-"))
+def make_scratch(state):
+    """Where this run's jobs make their folders (each job's own is mode 0700): a new one per run, inside the grading
+    folder, so that what a killed run left is removed by the next run (runs into one folder take turns)."""
+    for stale in [*state.glob("scratch-*"), *state.glob("jobs-*")]:
+        shutil.rmtree(stale, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix="scratch-", dir=state))
 
 
 # -- Running the jobs ------------------------------------------------------------------------------------------------
@@ -346,7 +349,7 @@ def _autograde(out, submissions, notebooks, instructor, found, problems, cell_ti
     publish()
     workers = max(1, workers or os.cpu_count() or 1)
     if todo:
-        scratch = make_scratch()
+        scratch = make_scratch(state)
 
         def grade(item):
             student, assignment, path, fingerprint, previous = item
