@@ -7,6 +7,7 @@ Each comparison runs its contenders in alternation, several rounds, and reports 
 noisy neighbour slows all of them alike. Ratios are tinytorch's time divided by the other's. PyTorch (CPU) columns
 appear when torch is installed; the course does not need it.
 """
+
 import argparse
 import gc
 import os
@@ -23,19 +24,20 @@ from pathlib import Path
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
-import numpy as np
+import numpy as np  # noqa: E402  (after the thread settings above, which numpy reads when it loads)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("TINYTORCH_QUIET", "1")
 
-from tinytorch.core.conv import Conv2d, MaxPool2d                 # noqa: E402
-from tinytorch.core.losses import CrossEntropy                     # noqa: E402
-from tinytorch.core.nn import Linear, ReLU, Sequential             # noqa: E402
-from tinytorch.core.optimizers import SGD                          # noqa: E402
-from tinytorch.core.tensor import Tensor                           # noqa: E402
+from tinytorch.core.conv import Conv2d, MaxPool2d  # noqa: E402
+from tinytorch.core.losses import CrossEntropy  # noqa: E402
+from tinytorch.core.nn import Linear, ReLU, Sequential  # noqa: E402
+from tinytorch.core.optimizers import SGD  # noqa: E402
+from tinytorch.core.tensor import Tensor  # noqa: E402
 
 try:
     import torch
+
     torch.set_num_threads(1)
 except ImportError:
     torch = None
@@ -45,7 +47,7 @@ def side_by_side(contenders, rounds=7, min_time=0.2):
     "{name: median seconds per call}, the contenders run in alternation, each call repeated to last about min_time."
     repeats = {}
     for name, fn in contenders.items():
-        fn()                                          # warm up
+        fn()  # warm up
         start, n = time.perf_counter(), 0
         while time.perf_counter() - start < 0.05:
             fn()
@@ -64,6 +66,7 @@ def side_by_side(contenders, rounds=7, min_time=0.2):
 
 # 1. An MLP training step ---------------------------------------------------------------------------------------------
 
+
 def tinytorch_mlp(X, y, sizes):
     model = Sequential(Linear(sizes[0], sizes[1], seed=0), ReLU(), Linear(sizes[1], sizes[2], seed=1))
     optimizer, loss_fn, inputs = SGD(model.parameters(), lr=0.01), CrossEntropy(), Tensor(X)
@@ -72,6 +75,7 @@ def tinytorch_mlp(X, y, sizes):
         optimizer.zero_grad()
         loss_fn(model(inputs), y).backward()
         optimizer.step()
+
     return step
 
 
@@ -95,12 +99,14 @@ def numpy_mlp(X, y, sizes):
         dW1, db1 = dh.T @ X, dh.sum(axis=0)
         for param, grad in ((W1, dW1), (b1, db1), (W2, dW2), (b2, db2)):
             param -= 0.01 * grad
+
     return step
 
 
 def torch_mlp(X, y, sizes):
-    model = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
-                                torch.nn.Linear(sizes[1], sizes[2])).double()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(), torch.nn.Linear(sizes[1], sizes[2])
+    ).double()
     optimizer, loss_fn = torch.optim.SGD(model.parameters(), lr=0.01), torch.nn.CrossEntropyLoss()
     inputs, targets = torch.from_numpy(X), torch.from_numpy(y)
 
@@ -108,13 +114,16 @@ def torch_mlp(X, y, sizes):
         optimizer.zero_grad()
         loss_fn(model(inputs), targets).backward()
         optimizer.step()
+
     return step
 
 
 def bench_mlp(rows):
     rng = np.random.default_rng(0)
-    for label, sizes, batch, target in [("digits 64→128→10, batch 64", (64, 128, 10), 64, 2.0),
-                                        ("MNIST 784→256→10, batch 128", (784, 256, 10), 128, 1.3)]:
+    for label, sizes, batch, target in [
+        ("digits 64→128→10, batch 64", (64, 128, 10), 64, 2.0),
+        ("MNIST 784→256→10, batch 128", (784, 256, 10), 128, 1.3),
+    ]:
         X, y = rng.normal(size=(batch, sizes[0])), rng.integers(0, sizes[2], batch)
         contenders = {"tinytorch": tinytorch_mlp(X, y, sizes), "numpy": numpy_mlp(X, y, sizes)}
         if torch:
@@ -139,9 +148,11 @@ def forward_chain(x, c):
 
 def autograd_chain(x, c):
     "Forward and backward through the chain with an autograd engine (tinytorch or PyTorch)."
+
     def run():
         forward_chain(x, c).sum().backward()
         x.grad = None
+
     return run
 
 
@@ -155,19 +166,29 @@ def numpy_chain():
         for _ in range(CHAIN // 2):
             grad = grad * c
         return grad
+
     return run
 
 
 def bench_ops(rows):
-    contenders = {"tinytorch": autograd_chain(Tensor(np.ones(10), requires_grad=True), Tensor(np.full(10, 0.999))),
-                  "numpy": numpy_chain()}
+    contenders = {
+        "tinytorch": autograd_chain(Tensor(np.ones(10), requires_grad=True), Tensor(np.full(10, 0.999))),
+        "numpy": numpy_chain(),
+    }
     if torch:
-        contenders["torch"] = autograd_chain(torch.ones(10, dtype=torch.float64, requires_grad=True),
-                                             torch.full((10,), 0.999, dtype=torch.float64))
+        contenders["torch"] = autograd_chain(
+            torch.ones(10, dtype=torch.float64, requires_grad=True), torch.full((10,), 0.999, dtype=torch.float64)
+        )
     t = side_by_side(contenders, rounds=5)
     per_op = {name: seconds / CHAIN for name, seconds in t.items()}
-    rows.append(row(f"per op (chain of {CHAIN} ops on 10 elements, fwd+bwd)", per_op, "torch" if torch else "numpy",
-                    3.0 if torch else None))
+    rows.append(
+        row(
+            f"per op (chain of {CHAIN} ops on 10 elements, fwd+bwd)",
+            per_op,
+            "torch" if torch else "numpy",
+            3.0 if torch else None,
+        )
+    )
 
 
 # 3. Conv2d + MaxPool2d -----------------------------------------------------------------------------------------------
@@ -182,6 +203,7 @@ def tinytorch_conv(x_np):
     def run():
         pool(conv(x)).sum().backward()
         x.grad = conv.weight.grad = conv.bias.grad = None
+
     return run
 
 
@@ -199,13 +221,13 @@ def naive_conv(x_np):
             for f in range(len(w)):
                 for r in range(oh):
                     for s in range(ow):
-                        out[i, f, r, s] = np.sum(x_np[i, :, r:r + k, s:s + k] * w[f]) + b[f]
+                        out[i, f, r, s] = np.sum(x_np[i, :, r : r + k, s : s + k] * w[f]) + b[f]
         pooled_grad = np.zeros_like(out)
         for i in range(n):
             for f in range(len(w)):
                 for r in range(0, oh - 1, 2):
                     for s in range(0, ow - 1, 2):
-                        window = out[i, f, r:r + 2, s:s + 2]
+                        window = out[i, f, r : r + 2, s : s + 2]
                         a, bb = np.unravel_index(np.argmax(window), (2, 2))
                         pooled_grad[i, f, r + a, s + bb] = 1.0
         grad_w, grad_x = np.zeros_like(w), np.zeros_like(x_np)
@@ -215,9 +237,10 @@ def naive_conv(x_np):
                     for s in range(ow):
                         g = pooled_grad[i, f, r, s]
                         if g:
-                            grad_w[f] += g * x_np[i, :, r:r + k, s:s + k]
-                            grad_x[i, :, r:r + k, s:s + k] += g * w[f]
+                            grad_w[f] += g * x_np[i, :, r : r + k, s : s + k]
+                            grad_x[i, :, r : r + k, s : s + k] += g * w[f]
         return grad_w, grad_x
+
     return run
 
 
@@ -228,6 +251,7 @@ def torch_conv(x_np):
     def run():
         torch.nn.functional.max_pool2d(conv(x), 2).sum().backward()
         x.grad = conv.weight.grad = conv.bias.grad = None
+
     return run
 
 
@@ -240,13 +264,14 @@ def bench_conv(rows):
     naive = naive_conv(x)
     start = time.perf_counter()
     naive()
-    t["naive loops"] = time.perf_counter() - start        # one call: it takes seconds
+    t["naive loops"] = time.perf_counter() - start  # one call: it takes seconds
     label = "Conv2d 8→16 3×3 + MaxPool2d, batch 32, 28×28, fwd+bwd"
     rows.append(row(label, t, "torch" if torch else "naive loops", 3.0 if torch else None))
     rows.append(row(label, t, "naive loops", 1 / 50))
 
 
 # 4. Memory over 10,000 steps -----------------------------------------------------------------------------------------
+
 
 def peak_rss_mb():
     "Peak resident memory of this process so far, in MB (ru_maxrss is in KiB on Linux)."
@@ -264,19 +289,28 @@ def bench_memory(rows, steps=10_000):
             gc.collect()
             marks[i] = peak_rss_mb()
     growth = marks[steps] - marks[1_000]
-    rows.append((f"memory: peak RSS after 1,000 / {steps:,} digits MLP steps",
-                 f"{marks[1_000]:.1f} MB / {marks[steps]:.1f} MB", f"+{growth:.2f} MB", "< 5 MB",
-                 "met" if growth < 5 else "MISSED"))
+    rows.append(
+        (
+            f"memory: peak RSS after 1,000 / {steps:,} digits MLP steps",
+            f"{marks[1_000]:.1f} MB / {marks[steps]:.1f} MB",
+            f"+{growth:.2f} MB",
+            "< 5 MB",
+            "met" if growth < 5 else "MISSED",
+        )
+    )
 
 
 # 5. Autograding throughput -------------------------------------------------------------------------------------------
 
+
 def bench_grading(rows):
     "The demo's class (alice solved everything, bob handed in the release: 28 notebooks), one worker, then all cores."
     import tempfile
+
     from grading.autograde import autograde
     from grading.demo import make_submissions
     from grading.release import release
+
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         release(tmp / "kit")
@@ -286,34 +320,54 @@ def bench_grading(rows):
         timings = {}
         for workers in sorted({1, os.cpu_count() or 1}):
             # the gradebook and reference package made once per course are reused: this times the grading itself
-            shutil.copytree(tmp / "warm-up" / ".grading", tmp / f"grades-{workers}" / ".grading",
-                            ignore=shutil.ignore_patterns("jobs"))
+            shutil.copytree(
+                tmp / "warm-up" / ".grading",
+                tmp / f"grades-{workers}" / ".grading",
+                ignore=shutil.ignore_patterns("jobs"),
+            )
             start = time.perf_counter()
             autograde(tmp / "class", tmp / f"grades-{workers}", workers=workers)
             timings[workers] = time.perf_counter() - start
     most = max(timings)
     per_minute = {w: notebooks / (s / 60) for w, s in timings.items()}
-    rows.append((f"autograding the demo class ({notebooks} notebooks)",
-                 ", ".join(f"{w} worker{'s' if w > 1 else ''} {s:.0f} s" for w, s in timings.items()),
-                 f"{timings[1] / timings[most]:.2f}× faster with {most}",
-                 " → ".join(f"{per_minute[w]:.1f}" for w in sorted(timings)) + " notebooks/min", ""))
+    rows.append(
+        (
+            f"autograding the demo class ({notebooks} notebooks)",
+            ", ".join(f"{w} worker{'s' if w > 1 else ''} {s:.0f} s" for w, s in timings.items()),
+            f"{timings[1] / timings[most]:.2f}× faster with {most}",
+            " → ".join(f"{per_minute[w]:.1f}" for w in sorted(timings)) + " notebooks/min",
+            "",
+        )
+    )
 
 
 # The table -----------------------------------------------------------------------------------------------------------
+
 
 def row(label, times, baseline, target):
     "One line of the table: each contender's time, tinytorch's ratio to `baseline`, and whether it meets `target`."
     shown = ", ".join(f"{name} {fmt(seconds)}" for name, seconds in times.items())
     ratio = times["tinytorch"] / times[baseline]
-    if target is not None and target < 1:             # a speed-up target: "at least 1/target times faster"
-        return label, shown, f"{1 / ratio:.0f}× faster than {baseline}", f"≥ {1 / target:g}× faster", \
-            "met" if ratio <= target else "MISSED"
+    if target is not None and target < 1:  # a speed-up target: "at least 1/target times faster"
+        return (
+            label,
+            shown,
+            f"{1 / ratio:.0f}× faster than {baseline}",
+            f"≥ {1 / target:g}× faster",
+            "met" if ratio <= target else "MISSED",
+        )
     verdict = "" if target is None else ("met" if ratio <= target else "MISSED")
     return label, shown, f"{ratio:.2f}× {baseline}", "" if target is None else f"≤ {target:g}× {baseline}", verdict
 
 
 def fmt(seconds):
-    return f"{seconds * 1e6:.1f} µs" if seconds < 1e-3 else f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+    return (
+        f"{seconds * 1e6:.1f} µs"
+        if seconds < 1e-3
+        else f"{seconds * 1e3:.1f} ms"
+        if seconds < 1
+        else f"{seconds:.2f} s"
+    )
 
 
 BENCHES = {"mlp": bench_mlp, "ops": bench_ops, "conv": bench_conv, "memory": bench_memory, "grading": bench_grading}
@@ -326,10 +380,12 @@ def main(argv=None):
     unknown = [name for name in args.which if name not in BENCHES]
     if unknown:
         parser.error(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHES)}")
-    print(f"{time.strftime('%Y-%m-%d')} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores "
-          f"(BLAS: {os.environ['OPENBLAS_NUM_THREADS']} thread per contender) · "
-          f"Python {platform.python_version()} · NumPy {np.__version__} · "
-          f"{'PyTorch ' + torch.__version__ if torch else 'PyTorch not installed'}")
+    print(
+        f"{time.strftime('%Y-%m-%d')} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores "
+        f"(BLAS: {os.environ['OPENBLAS_NUM_THREADS']} thread per contender) · "
+        f"Python {platform.python_version()} · NumPy {np.__version__} · "
+        f"{'PyTorch ' + torch.__version__ if torch else 'PyTorch not installed'}"
+    )
     rows = []
     for name in args.which or BENCHES:
         BENCHES[name](rows)

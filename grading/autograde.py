@@ -6,6 +6,7 @@ grade table (OUT/grades.csv) are rewritten atomically after each job. A run that
 every submission whose result is still valid: same submission, same instructor notebook. When only some test cells
 of a notebook changed (a hidden test was fixed), only those tests' scores are replaced.
 """
+
 import concurrent.futures
 import contextlib
 import csv
@@ -22,16 +23,16 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sandbox
 from .course import CELL_TIMEOUT, Course
 from .errors import GradingError
-from . import sandbox
 from .job import Spec, digest, test_cells
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic
 from .release import check_sources, copy_package_skeleton, export_package, kit_settings
 
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note"]
-GRADER_VERSION = "3"          # part of every result's fingerprint: bump it when grading itself changes
-NOTEBOOK_TIMEOUT = 900        # seconds one submission may take, both runs together
+GRADER_VERSION = "3"  # part of every result's fingerprint: bump it when grading itself changes
+NOTEBOOK_TIMEOUT = 900  # seconds one submission may take, both runs together
 
 
 @dataclass
@@ -42,13 +43,14 @@ class Row:
     score: float = 0.0
     max_score: float = 0.0
     note: str = ""
-    problem: bool = False     # not graded (a bad file, a grader failure): an error on the console, exit code 1
+    problem: bool = False  # not graded (a bad file, a grader failure): an error on the console, exit code 1
 
     def values(self):
         return [self.student, self.assignment, self.notebook, f"{self.score:g}", f"{self.max_score:g}", self.note]
 
 
 # -- What to grade ---------------------------------------------------------------------------------------------------
+
 
 def find_submissions(submissions, known):
     "[(student, assignment, path)] to grade, and [Row] for every submission that cannot be graded."
@@ -65,22 +67,38 @@ def _find(submissions, known):
     found, problems = [], []
     students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not students:
-        raise GradingError(f"{submissions}: contains no student folders (expected {submissions}/<student>/<assignment>/).")
+        raise GradingError(
+            f"{submissions}: contains no student folders (expected {submissions}/<student>/<assignment>/)."
+        )
     for student in students:
         for item in sorted(p for p in student.iterdir() if not p.name.startswith(".")):
             if not item.is_dir():
-                problems.append(Row(student.name, item.stem, item.name, note=f"{item.name} is not inside an assignment "
-                                    f"folder; expected {student.name}/<assignment>/<assignment>.ipynb"))
+                problems.append(
+                    Row(
+                        student.name,
+                        item.stem,
+                        item.name,
+                        note=f"{item.name} is not inside an assignment "
+                        f"folder; expected {student.name}/<assignment>/<assignment>.ipynb",
+                    )
+                )
                 continue
             if item.name not in known:
-                problems.append(Row(student.name, item.name, "", note=f"unknown assignment {item.name!r}; "
-                                    f"the assignments are {', '.join(known)}"))
+                problems.append(
+                    Row(
+                        student.name,
+                        item.name,
+                        "",
+                        note=f"unknown assignment {item.name!r}; the assignments are {', '.join(known)}",
+                    )
+                )
                 continue
             notebook = item / f"{item.name}.ipynb"
             if not notebook.exists():
                 others = ", ".join(p.name for p in item.glob("*.ipynb")) or "no notebook"
-                problems.append(Row(student.name, item.name, notebook.name,
-                                    note=f"missing {notebook.name} (found: {others})"))
+                problems.append(
+                    Row(student.name, item.name, notebook.name, note=f"missing {notebook.name} (found: {others})")
+                )
                 continue
             try:
                 nb = read_notebook(notebook)
@@ -89,8 +107,14 @@ def _find(submissions, known):
                 continue
             ids = {nbgrader_meta(c).get("grade_id") for c in nb.cells}
             if not ids & known[item.name]:
-                problems.append(Row(student.name, item.name, notebook.name,
-                                    note=f"this is not the {item.name} notebook: none of its cells are there"))
+                problems.append(
+                    Row(
+                        student.name,
+                        item.name,
+                        notebook.name,
+                        note=f"this is not the {item.name} notebook: none of its cells are there",
+                    )
+                )
                 continue
             found.append((student.name, item.name, notebook))
     return found, problems
@@ -106,6 +130,7 @@ def module_of(notebook):
 
 
 # -- Fingerprints: what a result depends on --------------------------------------------------------------------------
+
 
 def setup_fingerprint(notebook):
     "Everything in the instructor's notebook but its test cells: when it changes, every test is graded again."
@@ -139,6 +164,7 @@ def merge(previous, new, tests):
 
 
 # -- Preparing the grading folder ------------------------------------------------------------------------------------
+
 
 def prepare(notebooks, state):
     """The master nbgrader course (gradebook made by generate_assignment), the reference package, and the student
@@ -183,27 +209,41 @@ def make_scratch(state):
 
 # -- Running the jobs ------------------------------------------------------------------------------------------------
 
+
 def run_job(spec, spec_path, timeout):
     "Run one job in its own process; return (result, None), or (None, what went wrong)."
     spec.save(spec_path)
     Path(spec.result).unlink(missing_ok=True)
     log = Path(spec_path).with_suffix(".log")
     with open(log, "w") as output:
-        process = subprocess.Popen([sys.executable, "-m", "grading.job", str(spec_path)], stdout=output,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "grading.job", str(spec_path)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            start_new_session=True,
+        )
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)       # its sandboxes die with it (--die-with-parent)
+            os.killpg(process.pid, signal.SIGKILL)  # its sandboxes die with it (--die-with-parent)
             process.wait()
-            scored = load_result(spec.result)        # the clean room finished: only the feedback is missing
+            scored = load_result(spec.result)  # the clean room finished: only the feedback is missing
             if scored is not None:
-                scored["note"] = "; ".join(n for n in [scored["note"], f"the notebook run for the feedback took "
-                                                       f"longer than {timeout} s and was stopped"] if n)
+                scored["note"] = "; ".join(
+                    n
+                    for n in [
+                        scored["note"],
+                        f"the notebook run for the feedback took longer than {timeout} s and was stopped",
+                    ]
+                    if n
+                )
                 return scored, None
-            return None, (f"grading took longer than {timeout} s and was stopped (an endless loop that ignores "
-                          "interrupts?); no test could be scored")
+            return None, (
+                f"grading took longer than {timeout} s and was stopped (an endless loop that ignores "
+                "interrupts?); no test could be scored"
+            )
     result = load_result(spec.result)
     if process.returncode == 0 and result is not None:
         return result, None
@@ -212,12 +252,20 @@ def run_job(spec, spec_path, timeout):
 
 
 def failed_result(spec, tests, note):
-    return {"student": spec.student, "assignment": spec.assignment, "score": 0.0, "problem": True,
-            "max_score": sum(p for p, _ in tests.values()), "note": note, "fingerprint": spec.fingerprint,
-            "tests": {t: {"score": 0.0, "max_score": p, "fingerprint": f, "message": note} for t, (p, f) in tests.items()}}
+    return {
+        "student": spec.student,
+        "assignment": spec.assignment,
+        "score": 0.0,
+        "problem": True,
+        "max_score": sum(p for p, _ in tests.values()),
+        "note": note,
+        "fingerprint": spec.fingerprint,
+        "tests": {t: {"score": 0.0, "max_score": p, "fingerprint": f, "message": note} for t, (p, f) in tests.items()},
+    }
 
 
 # -- The gradebook and the table -------------------------------------------------------------------------------------
+
 
 def result_path(out, student, assignment):
     return Path(out) / "results" / student / f"{assignment}.json"
@@ -227,14 +275,23 @@ def load_result(path):
     try:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):
-        return None          # absent, or left by a grader that was killed: grade again
+        return None  # absent, or left by a grader that was killed: grade again
 
 
 def rows_of(results, problems):
     rows = list(problems)
     for r in results:
-        rows.append(Row(r["student"], r["assignment"], f"{r['assignment']}.ipynb", r["score"], r["max_score"], r["note"],
-                        problem=r.get("problem", False)))
+        rows.append(
+            Row(
+                r["student"],
+                r["assignment"],
+                f"{r['assignment']}.ipynb",
+                r["score"],
+                r["max_score"],
+                r["note"],
+                problem=r.get("problem", False),
+            )
+        )
     return sorted(rows, key=lambda r: (r.student, r.assignment))
 
 
@@ -252,9 +309,14 @@ def write_gradebook(results, problems, path):
     book = {}
     for r in results:
         book.setdefault(r["student"], {})[r["assignment"]] = {
-            "score": r["score"], "max_score": r["max_score"], "note": r["note"],
-            "tests": {t: {"score": v["score"], "max_score": v["max_score"], "message": v["message"]}
-                      for t, v in r["tests"].items()}}
+            "score": r["score"],
+            "max_score": r["max_score"],
+            "note": r["note"],
+            "tests": {
+                t: {"score": v["score"], "max_score": v["max_score"], "message": v["message"]}
+                for t, v in r["tests"].items()
+            },
+        }
     for p in problems:
         book.setdefault(p.student, {})[p.assignment or p.notebook] = {"score": 0, "max_score": 0, "note": p.note}
     write_atomic(path, json.dumps(book, indent=1, sort_keys=True))
@@ -263,8 +325,10 @@ def write_gradebook(results, problems, path):
 def plot_distribution(rows, path):
     "A histogram of each student's total, as a percentage of the points they could get; PNG, written atomically."
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     totals = {}
     for r in rows:
         score, most = totals.get(r.student, (0.0, 0.0))
@@ -284,8 +348,19 @@ def plot_distribution(rows, path):
 
 # -- The command -----------------------------------------------------------------------------------------------------
 
-def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=None, progress=None,
-              notebook_timeout=NOTEBOOK_TIMEOUT, memory_mb=4096, log=None, unsafe_no_sandbox=False):
+
+def autograde(
+    submissions,
+    out,
+    notebooks_dir=None,
+    cell_timeout=None,
+    workers=None,
+    progress=None,
+    notebook_timeout=NOTEBOOK_TIMEOUT,
+    memory_mb=4096,
+    log=None,
+    unsafe_no_sandbox=False,
+):
     "Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/."
     log = log or (lambda message: None)
     sandboxed = sandbox.check(unsafe=unsafe_no_sandbox)
@@ -298,14 +373,28 @@ def autograde(submissions, out, notebooks_dir=None, cell_timeout=None, workers=N
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):
-        return _autograde(out, submissions, notebooks, instructor, found, problems, cell_timeout, workers, progress,
-                          notebook_timeout, memory_mb, log, sandboxed)
+        return _autograde(
+            out,
+            submissions,
+            notebooks,
+            instructor,
+            found,
+            problems,
+            cell_timeout,
+            workers,
+            progress,
+            notebook_timeout,
+            memory_mb,
+            log,
+            sandboxed,
+        )
 
 
 @contextlib.contextmanager
 def run_lock(out, log):
     "One autograde run at a time per output folder: a second run waits for the first, then finds its results."
     import fcntl
+
     with open(out / ".grading.lock", "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -315,8 +404,21 @@ def run_lock(out, log):
         yield
 
 
-def _autograde(out, submissions, notebooks, instructor, found, problems, cell_timeout, workers, progress,
-               notebook_timeout, memory_mb, log, sandboxed):
+def _autograde(
+    out,
+    submissions,
+    notebooks,
+    instructor,
+    found,
+    problems,
+    cell_timeout,
+    workers,
+    progress,
+    notebook_timeout,
+    memory_mb,
+    log,
+    sandboxed,
+):
     state = out / ".grading"
     if found:
         prepare(notebooks, state)
@@ -354,36 +456,49 @@ def _autograde(out, submissions, notebooks, instructor, found, problems, cell_ti
         def grade(item):
             student, assignment, path, fingerprint, previous = item
             index = order.index(assignment)
-            spec = Spec(student=student, assignment=assignment, submitted=str(Path(path).resolve()),
-                        instructor=str(notebooks[assignment].resolve()),
-                        released=str(state / "master" / "release" / assignment / f"{assignment}.ipynb"),
-                        master=str(state / "master"), reference=str(state / "reference"),
-                        module_file=modules[assignment].replace(".", "/") + ".py", module=modules[assignment],
-                        earlier_modules=[modules[s] for s in order[:index] if modules[s]],
-                        scratch=str(scratch), result=str(jobs / f"{student}__{assignment}.json"),
-                        feedback=str(out / "feedback" / student / f"{assignment}.html"),
-                        feedback_course=str(courses[assignment]), cell_timeout=cell_timeout or CELL_TIMEOUT,
-                        notebook_timeout=notebook_timeout, sandboxed=sandboxed, memory_mb=memory_mb,
-                        fingerprint=fingerprint)
+            spec = Spec(
+                student=student,
+                assignment=assignment,
+                submitted=str(Path(path).resolve()),
+                instructor=str(notebooks[assignment].resolve()),
+                released=str(state / "master" / "release" / assignment / f"{assignment}.ipynb"),
+                master=str(state / "master"),
+                reference=str(state / "reference"),
+                module_file=modules[assignment].replace(".", "/") + ".py",
+                module=modules[assignment],
+                earlier_modules=[modules[s] for s in order[:index] if modules[s]],
+                scratch=str(scratch),
+                result=str(jobs / f"{student}__{assignment}.json"),
+                feedback=str(out / "feedback" / student / f"{assignment}.html"),
+                feedback_course=str(courses[assignment]),
+                cell_timeout=cell_timeout or CELL_TIMEOUT,
+                notebook_timeout=notebook_timeout,
+                sandboxed=sandboxed,
+                memory_mb=memory_mb,
+                fingerprint=fingerprint,
+            )
             result, failure = run_job(spec, jobs / f"{student}__{assignment}.spec.json", notebook_timeout)
             if failure is not None:
                 result = failed_result(spec, tests[assignment], failure)
             if previous is not None:
                 result = merge(previous, result, tests[assignment])
-                log(f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
-                    "other tests kept their scores")
+                log(
+                    f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
+                    "other tests kept their scores"
+                )
             write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
             with results_lock:
                 done[(student, assignment)] = result
             publish()
 
-        jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))   # this run's own: two runs never share one
+        jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
         try:
             with concurrent.futures.ThreadPoolExecutor(workers) as pool:
                 futures = [pool.submit(grade, item) for item in todo]
                 waiting = concurrent.futures.as_completed(futures)
-                for future in (progress or (lambda x, **k: x))(waiting, total=len(futures), desc="grading",
-                                                                unit="notebook"):
+                for future in (progress or (lambda x, **k: x))(
+                    waiting, total=len(futures), desc="grading", unit="notebook"
+                ):
                     future.result()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

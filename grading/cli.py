@@ -1,4 +1,5 @@
 """python -m grading <command>: the course's instructor and student commands."""
+
 import argparse
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from .errors import GradingError
 def cmd_metadata(args):
     from .convention import apply_convention, mismatches
     from .notebooks import course_notebooks
+
     paths = [Path(p) for p in args.notebooks] or list(course_notebooks().values())
     if args.check:
         stale = {p.name: mismatches(p) for p in paths}
@@ -26,6 +28,7 @@ def cmd_metadata(args):
 def cmd_export(args):
     from .check import package_root
     from .release import export_package
+
     root = package_root(Path.cwd())
     export_package(root)
     print(f"exported the notebooks of {root} into {root / 'tinytorch'}")
@@ -34,6 +37,7 @@ def cmd_export(args):
 
 def cmd_release(args):
     from .release import release
+
     assignments = release(args.out)
     print(f"student kit with {len(assignments)} assignments written to {args.out}")
     return 0
@@ -49,15 +53,26 @@ def print_table(rows):
 
 def _progress():
     from tqdm.auto import tqdm
+
     return lambda items, **kw: tqdm(items, disable=None, **kw)
 
 
 def cmd_autograde(args):
     from .autograde import autograde
+
     warn_if_unsafe(args)
-    rows = autograde(args.submissions, args.out, notebooks_dir=args.notebooks, cell_timeout=args.cell_timeout,
-                     workers=args.workers, notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb,
-                     progress=_progress(), log=print, unsafe_no_sandbox=args.unsafe_no_sandbox)
+    rows = autograde(
+        args.submissions,
+        args.out,
+        notebooks_dir=args.notebooks,
+        cell_timeout=args.cell_timeout,
+        workers=args.workers,
+        notebook_timeout=args.notebook_timeout,
+        memory_mb=args.memory_mb,
+        progress=_progress(),
+        log=print,
+        unsafe_no_sandbox=args.unsafe_no_sandbox,
+    )
     print_table(rows)
     failed = [r for r in rows if r.problem]
     for r in failed:
@@ -68,19 +83,26 @@ def cmd_autograde(args):
 
 def warn_if_unsafe(args):
     from .sandbox import problem
+
     if args.unsafe_no_sandbox and problem() is not None:
-        print(f"warning: --unsafe-no-sandbox: {problem()}, so submissions run with your permissions and could read "
-              "or change your files. The verdict is still computed outside the students' processes. Grade code you "
-              "do not trust only in a sandbox (see grading/README.md).", file=sys.stderr)
+        print(
+            f"warning: --unsafe-no-sandbox: {problem()}, so submissions run with your permissions and could read "
+            "or change your files. The verdict is still computed outside the students' processes. Grade code you "
+            "do not trust only in a sandbox (see grading/README.md).",
+            file=sys.stderr,
+        )
 
 
 def print_outputs(out):
-    print(f"grade table: {out / 'grades.csv'}; gradebook: {out / 'gradebook.json'}; "
-          f"distribution: {out / 'distribution.png'}; feedback: {out / 'feedback'}")
+    print(
+        f"grade table: {out / 'grades.csv'}; gradebook: {out / 'gradebook.json'}; "
+        f"distribution: {out / 'distribution.png'}; feedback: {out / 'feedback'}"
+    )
 
 
 def cmd_check(args):
     from .check import HIDDEN, run_tests
+
     results = run_tests(args.notebook)
     for name, points, status, message in results:
         mark = "HIDDEN" if status == HIDDEN else "PASS" if status else "FAIL"
@@ -89,15 +111,19 @@ def cmd_check(args):
     visible = [status for _, _, status, _ in results if status != HIDDEN]
     failed = visible.count(False)
     hidden = len(results) - len(visible)
-    print(f"{len(visible) - failed} passed, {failed} failed" + (f" ({hidden} hidden tests run when graded)" if hidden else ""))
+    print(
+        f"{len(visible) - failed} passed, {failed} failed"
+        + (f" ({hidden} hidden tests run when graded)" if hidden else "")
+    )
     return 1 if failed else 0
 
 
 def cmd_demo(args):
     from .autograde import autograde
     from .demo import make_submissions
-    from .release import export_package, release
     from .notebooks import REPO
+    from .release import export_package, release
+
     out = Path(args.out)
     print("1/4 exporting the notebooks into tinytorch/")
     export_package(REPO)
@@ -107,9 +133,12 @@ def cmd_demo(args):
     make_submissions(out / "release", out / "submissions")
     print(f"4/4 autograding into {out / 'grades'}")
     from .sandbox import problem
+
     if problem() is not None:
-        print(f"note: {problem()}: the demo grades its own two generated notebooks without the sandbox; grading "
-              "students' code needs it (see grading/README.md)")
+        print(
+            f"note: {problem()}: the demo grades its own two generated notebooks without the sandbox; grading "
+            "students' code needs it (see grading/README.md)"
+        )
     rows = autograde(out / "submissions", out / "grades", progress=_progress(), unsafe_no_sandbox=True)
     print_table(rows)
     print_outputs(out / "grades")
@@ -120,6 +149,7 @@ def cmd_class(args):
     from .autograde import autograde
     from .classroom import NEEDS_SANDBOX, compare, make_class
     from .release import release
+
     out = Path(args.out)
     print(f"1/3 releasing the student kit into {out / 'kit'}")
     release(out / "kit")
@@ -127,15 +157,25 @@ def cmd_class(args):
     expected = make_class(out / "kit", out / "submissions", grades=out / "grades")
     print(f"3/3 autograding into {out / 'grades'}")
     warn_if_unsafe(args)
-    rows = autograde(out / "submissions", out / "grades", cell_timeout=args.cell_timeout, workers=args.workers,
-                     notebook_timeout=args.notebook_timeout, progress=_progress(), log=print,
-                     unsafe_no_sandbox=args.unsafe_no_sandbox)
+    rows = autograde(
+        out / "submissions",
+        out / "grades",
+        cell_timeout=args.cell_timeout,
+        workers=args.workers,
+        notebook_timeout=args.notebook_timeout,
+        progress=_progress(),
+        log=print,
+        unsafe_no_sandbox=args.unsafe_no_sandbox,
+    )
     print_table(rows)
     from .sandbox import problem
+
     if problem() is not None:
         for student in sorted(NEEDS_SANDBOX):
-            print(f"{student}: not checked: reading or writing the grader's files is stopped by the sandbox, "
-                  "which cannot run here (see grading/README.md)")
+            print(
+                f"{student}: not checked: reading or writing the grader's files is stopped by the sandbox, "
+                "which cannot run here (see grading/README.md)"
+            )
             expected.pop(student)
     wrong = compare(rows, expected)
     for student, want, got in wrong:
@@ -146,17 +186,30 @@ def cmd_class(args):
 
 def cmd_export_grades(args):
     from .lms import export_grades
-    report = export_grades(args.grading_dir, args.format, args.out, roster=args.roster, notebooks_dir=args.notebooks,
-                           only=args.assignment, missing=args.missing, hidden_visibility=args.hidden_visibility)
+
+    report = export_grades(
+        args.grading_dir,
+        args.format,
+        args.out,
+        roster=args.roster,
+        notebooks_dir=args.notebooks,
+        only=args.assignment,
+        missing=args.missing,
+        hidden_visibility=args.hidden_visibility,
+    )
     for line in report.warnings:
         print(f"warning: {line}", file=sys.stderr)
     if report.not_in_roster:
-        print(f"warning: graded but not in the roster (written without LMS ids): {', '.join(report.not_in_roster)}",
-              file=sys.stderr)
+        print(
+            f"warning: graded but not in the roster (written without LMS ids): {', '.join(report.not_in_roster)}",
+            file=sys.stderr,
+        )
     if report.not_graded:
         grade = "0" if args.missing == "zero" else "an empty grade"
-        print(f"warning: in the roster but no graded submission (written with {grade}): "
-              f"{', '.join(report.not_graded)}", file=sys.stderr)
+        print(
+            f"warning: in the roster but no graded submission (written with {grade}): {', '.join(report.not_graded)}",
+            file=sys.stderr,
+        )
     where = args.out if args.format != "gradescope" else f"{len(report.written)} results.json files in {args.out}"
     print(f"{args.format} grades written to {where}")
     return 0
@@ -178,41 +231,67 @@ def parser():
     p.add_argument("submissions", help="folder with one folder per student")
     p.add_argument("--out", required=True, help="folder for grades.csv and feedback/")
     p.add_argument("--cell-timeout", type=int, default=None, help="seconds one cell may run (default 120)")
-    p.add_argument("--notebook-timeout", type=int, default=900,
-                   help="seconds one submission may take in all, both runs (default 900)")
+    p.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=900,
+        help="seconds one submission may take in all, both runs (default 900)",
+    )
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
-    p.add_argument("--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)")
+    p.add_argument(
+        "--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)"
+    )
     p.add_argument("--memory-mb", type=int, default=4096, help="memory one student process may use (default 4096)")
-    p.add_argument("--unsafe-no-sandbox", action="store_true",
-                   help="grade even where bubblewrap cannot run (students' code then runs with your permissions)")
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="grade even where bubblewrap cannot run (students' code then runs with your permissions)",
+    )
     p.set_defaults(run=cmd_autograde)
     p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")
     p.add_argument("notebook", help="path to the .ipynb")
     p.set_defaults(run=cmd_check)
-    p = sub.add_parser("class", help="grade a generated class of 30 (good, partial, broken, cheating) and check "
-                                      "each score")
+    p = sub.add_parser(
+        "class", help="grade a generated class of 30 (good, partial, broken, cheating) and check each score"
+    )
     p.add_argument("--out", default="class-output", help="folder for everything it makes (default class-output)")
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
     p.add_argument("--cell-timeout", type=int, default=10, help="seconds one cell may run (default 10)")
     p.add_argument("--notebook-timeout", type=int, default=120, help="seconds one submission may take (default 120)")
     p.add_argument("--unsafe-no-sandbox", action="store_true", help="as for autograde")
     p.set_defaults(run=cmd_class)
-    p = sub.add_parser("export-grades", help="the gradebook of an autograde run as an LMS imports it (Canvas, Moodle "
-                                             "or Gradescope)")
+    p = sub.add_parser(
+        "export-grades", help="the gradebook of an autograde run as an LMS imports it (Canvas, Moodle or Gradescope)"
+    )
     p.add_argument("grading_dir", metavar="GRADING_DIR", help="the --out folder of autograde (has gradebook.json)")
-    p.add_argument("--format", required=True, metavar="{canvas,moodle,gradescope}",
-                   help="canvas: gradebook import CSV; moodle: grade import CSV; gradescope: a results.json per "
-                        "student and assignment")
+    p.add_argument(
+        "--format",
+        required=True,
+        metavar="{canvas,moodle,gradescope}",
+        help="canvas: gradebook import CSV; moodle: grade import CSV; gradescope: a results.json per "
+        "student and assignment",
+    )
     p.add_argument("--out", required=True, help="the CSV file to write (for gradescope: a folder)")
     p.add_argument("--roster", default=None, help="CSV with header student,name,email[,lms_id,sis_id,login_id,section]")
     p.add_argument("--assignment", action="append", default=None, help="export only this assignment (repeatable)")
-    p.add_argument("--missing", default="blank", choices=["blank", "zero"],
-                   help="grade of an assignment with no graded submission (default blank)")
-    p.add_argument("--hidden-visibility", default="after_published", metavar="VISIBILITY",
-                   help="Gradescope visibility of hidden tests: hidden, after_due_date, after_published (default), "
-                        "visible")
-    p.add_argument("--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this "
-                                                     "repository), to tell hidden tests from visible ones")
+    p.add_argument(
+        "--missing",
+        default="blank",
+        choices=["blank", "zero"],
+        help="grade of an assignment with no graded submission (default blank)",
+    )
+    p.add_argument(
+        "--hidden-visibility",
+        default="after_published",
+        metavar="VISIBILITY",
+        help="Gradescope visibility of hidden tests: hidden, after_due_date, after_published (default), visible",
+    )
+    p.add_argument(
+        "--notebooks",
+        default=None,
+        help="the instructor's notebooks (default: notebooks/ of this "
+        "repository), to tell hidden tests from visible ones",
+    )
     p.set_defaults(run=cmd_export_grades)
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")
     p.add_argument("--out", default="demo-output", help="folder for everything it makes (default demo-output)")
@@ -230,8 +309,11 @@ def main(argv=None):
     except ModuleNotFoundError as error:
         if not (error.name or "").startswith("grading."):
             raise
-        print(f"error: '{args.command}' is an instructor's command and is not part of the student kit; "
-              "use check and export here.", file=sys.stderr)
+        print(
+            f"error: '{args.command}' is an instructor's command and is not part of the student kit; "
+            "use check and export here.",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -6,6 +6,7 @@
   Hidden tests go inside it between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`.
 * Every other cell is read-only.
 """
+
 import re
 
 from .errors import GradingError
@@ -13,12 +14,18 @@ from .notebooks import HIDDEN_BEGIN, SOLUTION_BEGIN, read_notebook, write_notebo
 
 TEST_HEADER = re.compile(r"^#\s*test:\s*(?P<name>[A-Za-z_][\w-]*)\s*\((?P<points>\d+(?:\.\d+)?)\s*points?\)\s*$")
 SOLUTION_PREFIX = "solution-"
-DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)   # top level only
+DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # top level only
 
 
 def _meta(grade_id, grade=False, solution=False, points=None):
-    meta = {"grade": grade, "grade_id": grade_id, "locked": not solution, "schema_version": 3,
-            "solution": solution, "task": False}
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": not solution,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return meta
@@ -29,10 +36,12 @@ def derive_cell(cell, where):
     source = cell.source
     first = source.lstrip().splitlines()[0] if source.strip() else ""
     if cell.cell_type == "code" and SOLUTION_BEGIN in source:
-        names = DEFINITION.findall(source[:source.index(SOLUTION_BEGIN)])
+        names = DEFINITION.findall(source[: source.index(SOLUTION_BEGIN)])
         if not names:
-            raise GradingError(f"{where}: a solution cell must define a class or function (its name is the "
-                               "exercise's id); put the solution markers inside its body.")
+            raise GradingError(
+                f"{where}: a solution cell must define a class or function (its name is the "
+                "exercise's id); put the solution markers inside its body."
+            )
         return _meta(SOLUTION_PREFIX + names[-1], solution=True)
     if cell.cell_type == "code" and first.startswith("#") and re.match(r"#\s*test\b", first):
         match = TEST_HEADER.match(first)
@@ -44,8 +53,10 @@ def derive_cell(cell, where):
         raise GradingError(f"{where}: hidden tests must be in a test cell (first line '# test: name (n points)').")
     magic = next((line for line in source.splitlines() if line.lstrip().startswith(("%", "!"))), None)
     if cell.cell_type == "code" and magic is not None:
-        raise GradingError(f"{where}: {magic.strip()!r} is IPython syntax; the grader also runs every cell as plain "
-                           "Python (the clean room, grading/README.md). Use Python instead (e.g. subprocess, not !).")
+        raise GradingError(
+            f"{where}: {magic.strip()!r} is IPython syntax; the grader also runs every cell as plain "
+            "Python (the clean room, grading/README.md). Use Python instead (e.g. subprocess, not !)."
+        )
     return _meta(f"cell-{cell.get('id') or where}")
 
 
@@ -55,8 +66,10 @@ def derive_notebook(nb, name):
     for index, cell in enumerate(nb.cells):
         meta = derive_cell(cell, f"{name}, cell {index + 1}")
         if meta["grade_id"] in seen:
-            raise GradingError(f"{name}: cells {seen[meta['grade_id']] + 1} and {index + 1} both have the id "
-                               f"{meta['grade_id']!r}; give each exercise and test its own name.")
+            raise GradingError(
+                f"{name}: cells {seen[meta['grade_id']] + 1} and {index + 1} both have the id "
+                f"{meta['grade_id']!r}; give each exercise and test its own name."
+            )
         seen[meta["grade_id"]] = index
         metas.append(meta)
     return metas
@@ -65,8 +78,11 @@ def derive_notebook(nb, name):
 def mismatches(path):
     "Cells whose stored nbgrader metadata differs from what the convention derives."
     nb = read_notebook(path)
-    return [index + 1 for index, (cell, meta) in enumerate(zip(nb.cells, derive_notebook(nb, path.name)))
-            if cell.metadata.get("nbgrader") != meta]
+    return [
+        index + 1
+        for index, (cell, meta) in enumerate(zip(nb.cells, derive_notebook(nb, path.name)))
+        if cell.metadata.get("nbgrader") != meta
+    ]
 
 
 def apply_convention(path):

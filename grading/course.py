@@ -1,4 +1,5 @@
 """A thin layer over nbgrader's Python API: one course folder, the calls we need, and their failures as errors."""
+
 import contextlib
 import io
 import logging
@@ -11,7 +12,7 @@ from traitlets.config import Config
 
 from .errors import GradingError
 
-CELL_TIMEOUT = 120      # seconds one cell may run when grading
+CELL_TIMEOUT = 120  # seconds one cell may run when grading
 
 
 @contextlib.contextmanager
@@ -33,15 +34,31 @@ def kernel_environment(pythonpath):
 
 def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades, IgnorePattern,
-                                        LimitOutput, SaveAutoGrades)
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        GetGrades,
+        IgnorePattern,
+        LimitOutput,
+        SaveAutoGrades,
+    )
+
     from .feedback import HideHiddenTests
+
     c = Config()
-    if sandboxed:       # nbgrader's list, with our Execute (output capped, a dead kernel survived); in the sandbox
+    if sandboxed:  # nbgrader's list, with our Execute (output capped, a dead kernel survived); in the sandbox
         from .execute import SandboxedExecute
+
         c.Execute.kernel_name = "python3"
-        c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                               SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+        c.Autograde.autograde_preprocessors = [
+            SandboxedExecute,
+            IgnorePattern,
+            ClearMetadataPreprocessor,
+            LimitOutput,
+            SaveAutoGrades,
+            AssignLatePenalties,
+            CheckCellMetadata,
+        ]
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.db_url = f"sqlite:///{Path(root) / 'gradebook.db'}"
     c.ExecutePreprocessor.timeout = cell_timeout
@@ -63,6 +80,7 @@ class Course:
     def api(self):
         if self._api is None:
             from nbgrader.apps import NbGraderAPI
+
             logging.getLogger("traitlets").setLevel(logging.ERROR)
             self._api = NbGraderAPI(config=self._config)
         return self._api
@@ -72,7 +90,7 @@ class Course:
             result = getattr(self.api, method)(*args, **kwargs)
         if not result.get("success"):
             log = (result.get("error") or "") + "\n" + (result.get("log") or "")
-            print(f"nbgrader could not {what}; its log:\n{log}", file=sys.__stderr__)   # the job's log file
+            print(f"nbgrader could not {what}; its log:\n{log}", file=sys.__stderr__)  # the job's log file
             causes = [line.strip() for line in log.splitlines() if "Error" in line and "Please see" not in line]
             detail = causes[-1] if causes else (log.strip().splitlines() or ["no detail given"])[-1]
             raise GradingError(f"nbgrader could not {what}: {detail[:300]}")
@@ -109,6 +127,7 @@ class Course:
     def scores(self, assignment, student):
         "{test grade id: (score, max_score)} and the notebook's (score, max_score)."
         from nbgrader.api import Gradebook
+
         with Gradebook(self._config.CourseDirectory.db_url) as gb:
             notebook = gb.find_submission_notebook(assignment, assignment, student)
             tests = {g.name: (g.score, g.max_score) for g in notebook.grades}

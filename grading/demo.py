@@ -1,4 +1,5 @@
 """The bundled example: two students — alice solved everything, bob handed in the untouched release."""
+
 import copy
 from pathlib import Path
 
@@ -7,8 +8,11 @@ from .notebooks import course_notebooks, nbgrader_meta, read_notebook, strip_mar
 
 def solved(release_nb, source_nb, edit=None):
     "The release notebook with each exercise filled in from the instructor's solution (optionally edited)."
-    answers = {nbgrader_meta(c).get("grade_id"): strip_markers(c.source)
-               for c in source_nb.cells if nbgrader_meta(c).get("solution")}
+    answers = {
+        nbgrader_meta(c).get("grade_id"): strip_markers(c.source)
+        for c in source_nb.cells
+        if nbgrader_meta(c).get("solution")
+    }
     nb = copy.deepcopy(release_nb)
     for cell in nb.cells:
         grade_id = nbgrader_meta(cell).get("grade_id")

@@ -1,11 +1,12 @@
 """How nbgrader runs a submission (inside the sandbox, grading.inside): output capped, surviving a kernel that dies."""
+
 import json
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 
-OUTPUT_LIMIT = 100_000      # characters of output kept per cell; the rest is dropped as it arrives
+OUTPUT_LIMIT = 100_000  # characters of output kept per cell; the rest is dropped as it arrives
 
 
 def text_of(output):
@@ -37,16 +38,23 @@ class SandboxedExecute(Execute):
         try:
             return super().preprocess_cell(cell, resources, index)
         except CellTimeoutError:
-            self._dead_at = index       # a kernel that ignores the interrupt cannot run anything after it
-            cell.outputs = list(cell.get("outputs", [])) + [error_output(
-                "CellTimeout", "this cell did not finish in time and ignored the interrupt: the cells after it did "
-                               "not run")]
+            self._dead_at = index  # a kernel that ignores the interrupt cannot run anything after it
+            cell.outputs = list(cell.get("outputs", [])) + [
+                error_output(
+                    "CellTimeout",
+                    "this cell did not finish in time and ignored the interrupt: the cells after it did not run",
+                )
+            ]
             return cell, resources
         except DeadKernelError:
             self._dead_at = index
-            cell.outputs = list(cell.get("outputs", [])) + [error_output(
-                "KernelDied", "the kernel died while running this cell (os._exit, a crash, or the memory or CPU "
-                              "limit of the grader): the cells after it did not run")]
+            cell.outputs = list(cell.get("outputs", [])) + [
+                error_output(
+                    "KernelDied",
+                    "the kernel died while running this cell (os._exit, a crash, or the memory or CPU "
+                    "limit of the grader): the cells after it did not run",
+                )
+            ]
             return cell, resources
 
     def output(self, outs, msg, display_id, cell_index):
@@ -60,8 +68,13 @@ class SandboxedExecute(Execute):
             outs.pop()
         if not self._truncated:
             self._truncated = True
-            outs.append(NotebookNode(output_type="stream", name="stdout",
-                                     text=f"\n... output truncated: more than {OUTPUT_LIMIT:,} characters ...\n"))
+            outs.append(
+                NotebookNode(
+                    output_type="stream",
+                    name="stdout",
+                    text=f"\n... output truncated: more than {OUTPUT_LIMIT:,} characters ...\n",
+                )
+            )
         return None
 
 

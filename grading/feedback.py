@@ -1,4 +1,5 @@
 """Feedback shows the student what failed, never the hidden tests' code."""
+
 import re
 
 from nbconvert.preprocessors import Preprocessor

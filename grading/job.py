@@ -10,6 +10,7 @@ outlives its time limit. What it does, in a fresh folder of its own (mode 0700; 
    the notebook (no solutions, no hidden tests inside), for the feedback page the student reads;
 4. writes the feedback and the result (a JSON file, written to a temporary name and renamed).
 """
+
 import copy
 import hashlib
 import json
@@ -33,21 +34,21 @@ from .verdict import exported_sources
 class Spec:
     student: str
     assignment: str
-    submitted: str            # the student's notebook
-    instructor: str           # the instructor's notebook (solutions and hidden tests)
-    released: str             # the student version (stubs), for exercise cells a student deleted
-    master: str               # the nbgrader course with the gradebook made by generate_assignment
-    reference: str            # folder holding the reference tinytorch/ and settings.ini
-    module_file: str          # e.g. tinytorch/core/elementwise.py
-    module: str               # e.g. tinytorch.core.elementwise
-    earlier_modules: list     # reference modules of the notebooks before this one
-    scratch: str              # where the job makes its folder
-    result: str               # where the result JSON goes
-    feedback: str             # where the feedback HTML goes
-    feedback_course: str      # the nbgrader course made from the student version (for the feedback run)
+    submitted: str  # the student's notebook
+    instructor: str  # the instructor's notebook (solutions and hidden tests)
+    released: str  # the student version (stubs), for exercise cells a student deleted
+    master: str  # the nbgrader course with the gradebook made by generate_assignment
+    reference: str  # folder holding the reference tinytorch/ and settings.ini
+    module_file: str  # e.g. tinytorch/core/elementwise.py
+    module: str  # e.g. tinytorch.core.elementwise
+    earlier_modules: list  # reference modules of the notebooks before this one
+    scratch: str  # where the job makes its folder
+    result: str  # where the result JSON goes
+    feedback: str  # where the feedback HTML goes
+    feedback_course: str  # the nbgrader course made from the student version (for the feedback run)
     cell_timeout: int = 120
     notebook_timeout: int = 900
-    sandboxed: bool = True    # False only with --unsafe-no-sandbox
+    sandboxed: bool = True  # False only with --unsafe-no-sandbox
     memory_mb: int = 4096
     fingerprint: dict = field(default_factory=dict)
 
@@ -65,12 +66,18 @@ def digest(text):
 
 # -- 1. The student's package ----------------------------------------------------------------------------------------
 
+
 def restored_notebook(instructor, submitted, released):
     """The instructor's notebook with the student's exercise cells put in: given code, setup and tests are the
     instructor's whatever the student did to them; an exercise cell the student deleted is the release's stub."""
     answers = {nbgrader_meta(c).get("grade_id"): c.source for c in released.cells if nbgrader_meta(c).get("solution")}
-    answers.update({nbgrader_meta(c).get("grade_id"): c.source for c in submitted.cells
-                    if nbgrader_meta(c).get("solution") and nbgrader_meta(c).get("grade_id") in answers})
+    answers.update(
+        {
+            nbgrader_meta(c).get("grade_id"): c.source
+            for c in submitted.cells
+            if nbgrader_meta(c).get("solution") and nbgrader_meta(c).get("grade_id") in answers
+        }
+    )
     nb = copy.deepcopy(instructor)
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
@@ -82,6 +89,7 @@ def restored_notebook(instructor, submitted, released):
 def build_package(spec, nb, target):
     "Reference modules of every other notebook, plus this notebook's module exported from `nb` (the answer removed)."
     from .release import export_package
+
     shutil.copytree(Path(spec.reference) / "tinytorch", target / "tinytorch")
     shutil.copyfile(Path(spec.reference) / "settings.ini", target / "settings.ini")
     (target / spec.module_file).unlink(missing_ok=True)
@@ -93,14 +101,14 @@ def build_package(spec, nb, target):
         # and the worker then runs the cells one by one
         (target / spec.module_file).write_text("\n\n".join(exported_sources(nb)) + "\n")
     finally:
-        shutil.rmtree(target / "nbs")            # it holds the hidden tests
+        shutil.rmtree(target / "nbs")  # it holds the hidden tests
     if not (target / spec.module_file).exists():
         raise GradingError(f"the notebook exported no {spec.module_file}: is its '#| default_exp' cell intact?")
 
 
 # -- 3. nbgrader, for the feedback, inside the sandbox ---------------------------------------------------------------
 
-FEEDBACK_LIMIT = 20 * 2**20     # bytes of feedback (HTML and scores) read back from the sandbox
+FEEDBACK_LIMIT = 20 * 2**20  # bytes of feedback (HTML and scores) read back from the sandbox
 
 
 def nbgrader_run(spec, package, deadline):
@@ -109,15 +117,29 @@ def nbgrader_run(spec, package, deadline):
     (score, max_score)}). Only the JSON it prints comes out, and it is only shown to the student: the score is the
     verdict's."""
     from . import sandbox
-    binds = [(Path(spec.feedback_course), "/course"), (Path(spec.submitted), "/submission.ipynb"),
-             (package, "/student"), (Path(__file__).parent, "/code/grading")]
+
+    binds = [
+        (Path(spec.feedback_course), "/course"),
+        (Path(spec.submitted), "/submission.ipynb"),
+        (package, "/student"),
+        (Path(__file__).parent, "/code/grading"),
+    ]
     code = "import sys; sys.path[:0] = ['/code', '/student']; from grading.inside import main; sys.exit(main())"
     argv = [os.path.realpath(sys.executable), "-I", "-c", code, spec.assignment, spec.student, str(spec.cell_timeout)]
     env = {"PYTHONPATH": "/student"}
     timeout = max(30, deadline - time.time())
     output, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    process = sandbox.start(argv, binds, env=env, memory_mb=spec.memory_mb, cpu_seconds=max(600, 20 * spec.cell_timeout),
-                            sandboxed=spec.sandboxed, stdout=output, stderr=errors, cwd="/tmp")
+    process = sandbox.start(
+        argv,
+        binds,
+        env=env,
+        memory_mb=spec.memory_mb,
+        cpu_seconds=max(600, 20 * spec.cell_timeout),
+        sandboxed=spec.sandboxed,
+        stdout=output,
+        stderr=errors,
+        cwd="/tmp",
+    )
     try:
         process.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -130,12 +152,14 @@ def nbgrader_run(spec, package, deadline):
         raise GradingError("the notebook run printed more than 20 MB")
     try:
         report = json.loads(text.decode(errors="replace").strip().splitlines()[-1])
-        html, tests = str(report["html"]), {str(k): (float(v[0] or 0), float(v[1] or 0))
-                                             for k, v in dict(report["tests"]).items()}
+        html, tests = (
+            str(report["html"]),
+            {str(k): (float(v[0] or 0), float(v[1] or 0)) for k, v in dict(report["tests"]).items()},
+        )
     except (ValueError, KeyError, IndexError, TypeError):
         errors.seek(0)
         lines = [line for line in errors.read(1 << 20).decode(errors="replace").splitlines() if line.strip()]
-        print("\n".join(lines[-40:]), file=sys.stderr)          # the job's log
+        print("\n".join(lines[-40:]), file=sys.stderr)  # the job's log
         cause = lines[-1].strip()[:200] if lines else f"exit {process.returncode}"
         raise GradingError(f"nbgrader could not run the notebook ({cause})") from None
     return html, tests
@@ -143,14 +167,19 @@ def nbgrader_run(spec, package, deadline):
 
 # -- 4. Putting it together ------------------------------------------------------------------------------------------
 
+
 def test_cells(instructor):
     "{test id: (points, fingerprint of its source)} for every graded test cell."
-    return {nbgrader_meta(c)["grade_id"]: (float(nbgrader_meta(c).get("points", 0)), digest(c.source))
-            for c in instructor.cells if nbgrader_meta(c).get("grade")}
+    return {
+        nbgrader_meta(c)["grade_id"]: (float(nbgrader_meta(c).get("points", 0)), digest(c.source))
+        for c in instructor.cells
+        if nbgrader_meta(c).get("grade")
+    }
 
 
 def grade(spec):
     from .verdict import grade_cells
+
     instructor = read_notebook(spec.instructor)
     submitted = read_notebook(spec.submitted)
     released = read_notebook(spec.released)
@@ -163,18 +192,22 @@ def grade(spec):
         restored = restored_notebook(instructor, submitted, released)
         build_package(spec, restored, package)
         (workdir / "runner").mkdir()
-        verdicts, note = grade_cells(instructor, restored, spec, package, Path(spec.reference), workdir / "runner",
-                                     spec.sandboxed, deadline)
+        verdicts, note = grade_cells(
+            instructor, restored, spec, package, Path(spec.reference), workdir / "runner", spec.sandboxed, deadline
+        )
         result = score(spec, tests, verdicts, {}, [note])
-        write_atomic(spec.result, json.dumps(result, indent=1))      # the score is known: a kill from here on loses none
+        write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
         html = None
         try:
             html, nbgrader_tests = nbgrader_run(spec, package, time.time() + spec.notebook_timeout / 2)
         except GradingError as error:
             nbgrader_tests = {}
             note = "; ".join(n for n in [note, f"no feedback: {error}"] if n)
-        hidden = {nbgrader_meta(c)["grade_id"] for c in instructor.cells
-                  if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source}
+        hidden = {
+            nbgrader_meta(c)["grade_id"]
+            for c in instructor.cells
+            if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
+        }
         result = score(spec, tests, verdicts, nbgrader_tests, [note], hidden)
         write_feedback(html, spec, result)
     finally:
@@ -188,34 +221,51 @@ def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
     rows, disagreements = {}, []
     for test_id, (points, fingerprint) in tests.items():
         passed, message = verdicts.get(test_id, (False, "did not run"))
-        rows[test_id] = {"score": points if passed else 0.0, "max_score": points, "fingerprint": fingerprint,
-                         "message": message}
+        rows[test_id] = {
+            "score": points if passed else 0.0,
+            "max_score": points,
+            "fingerprint": fingerprint,
+            "message": message,
+        }
         notebook_score = nbgrader_tests.get(test_id, (None,))[0]
-        if notebook_score and not passed and test_id not in hidden:   # (the feedback run has no hidden tests)
+        if notebook_score and not passed and test_id not in hidden:  # (the feedback run has no hidden tests)
             disagreements.append(test_id)
     notes = [n for n in notes if n]
     if disagreements:
-        notes.append(f"{', '.join(disagreements)} passed in your notebook but not in the grader's run of the "
-                     "instructor's cells (see the feedback)")
-    return {"student": spec.student, "assignment": spec.assignment, "tests": rows,
-            "score": sum(r["score"] for r in rows.values()), "max_score": sum(r["max_score"] for r in rows.values()),
-            "note": "; ".join(notes), "fingerprint": spec.fingerprint,
-            "isolation": "sandbox" if spec.sandboxed else "none (--unsafe-no-sandbox)",
-            "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        notes.append(
+            f"{', '.join(disagreements)} passed in your notebook but not in the grader's run of the "
+            "instructor's cells (see the feedback)"
+        )
+    return {
+        "student": spec.student,
+        "assignment": spec.assignment,
+        "tests": rows,
+        "score": sum(r["score"] for r in rows.values()),
+        "max_score": sum(r["max_score"] for r in rows.values()),
+        "note": "; ".join(notes),
+        "fingerprint": spec.fingerprint,
+        "isolation": "sandbox" if spec.sandboxed else "none (--unsafe-no-sandbox)",
+        "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
 
 
 def write_feedback(page, spec, result):
     "The feedback page: the verdict's score for each test at the top, then nbgrader's run of the notebook."
     import html
+
     lines = "".join(
         f"<li>{'✔' if r['score'] == r['max_score'] else '✘'} <b>{html.escape(t)}</b> {r['score']:g}/{r['max_score']:g}"
-        + (f": {html.escape(r['message'])}" if r["message"] and r["score"] < r["max_score"] else "") + "</li>"
-        for t, r in result["tests"].items())
-    banner = (f'<div id="tinytorch-score" style="border:2px solid #444;padding:8px;margin:8px">'
-              f"<h2>{html.escape(spec.assignment)}: {result['score']:g} / {result['max_score']:g}</h2>"
-              f"<p>Scores come from the grader's run of the instructor's tests against your exported code; below is "
-              f"your notebook as it ran (visible tests only).</p>"
-              f"<ul>{lines}</ul>{'<p>' + html.escape(result['note']) + '</p>' if result['note'] else ''}</div>")
+        + (f": {html.escape(r['message'])}" if r["message"] and r["score"] < r["max_score"] else "")
+        + "</li>"
+        for t, r in result["tests"].items()
+    )
+    banner = (
+        f'<div id="tinytorch-score" style="border:2px solid #444;padding:8px;margin:8px">'
+        f"<h2>{html.escape(spec.assignment)}: {result['score']:g} / {result['max_score']:g}</h2>"
+        f"<p>Scores come from the grader's run of the instructor's tests against your exported code; below is "
+        f"your notebook as it ran (visible tests only).</p>"
+        f"<ul>{lines}</ul>{'<p>' + html.escape(result['note']) + '</p>' if result['note'] else ''}</div>"
+    )
     if page is None:
         page = "<html><body></body></html>"
     page = page.replace("<body>", "<body>" + banner, 1) if "<body>" in page else banner + page
@@ -226,6 +276,7 @@ def die_with_parent():
     "If the grader that started this job is killed, the job is killed too (Linux: PR_SET_PDEATHSIG)."
     try:
         import ctypes
+
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):
         pass

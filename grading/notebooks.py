@@ -1,4 +1,5 @@
 """Reading notebooks safely, and the layout of the course."""
+
 import json
 import os
 import threading
@@ -26,8 +27,10 @@ def read_notebook(path):
     try:
         raw = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise GradingError(f"{path}: not a valid notebook (not valid JSON: {error}). "
-                           "Re-download it or restore it from Jupyter's checkpoint.") from None
+        raise GradingError(
+            f"{path}: not a valid notebook (not valid JSON: {error}). "
+            "Re-download it or restore it from Jupyter's checkpoint."
+        ) from None
     if not isinstance(raw, dict) or "cells" not in raw or raw.get("nbformat") != 4:
         raise GradingError(f"{path}: valid JSON but not a Jupyter notebook (nbformat 4).")
     try:
@@ -86,4 +89,4 @@ def write_atomic(path, text):
 
 def write_notebook(nb, path):
     text = nbformat.writes(nb)
-    write_atomic(path, text if text.endswith("\n") else text + "\n")     # as nbformat.write ends it
+    write_atomic(path, text if text.endswith("\n") else text + "\n")  # as nbformat.write ends it

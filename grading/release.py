@@ -1,4 +1,5 @@
 """The student kit: notebooks without solutions or hidden tests, and a tinytorch/ exported from them."""
+
 import keyword
 import re
 import shutil
@@ -10,21 +11,43 @@ from pathlib import Path
 from .convention import DEFINITION, mismatches
 from .course import Course
 from .errors import GradingError
-from .notebooks import (HIDDEN_BEGIN, HIDDEN_END, REPO, SOLUTION_BEGIN, SOLUTION_END, course_notebooks,
-                        nbgrader_meta, read_notebook, write_notebook)
+from .notebooks import (
+    HIDDEN_BEGIN,
+    HIDDEN_END,
+    REPO,
+    SOLUTION_BEGIN,
+    SOLUTION_END,
+    course_notebooks,
+    nbgrader_meta,
+    read_notebook,
+    write_notebook,
+)
 
 KIT_MARKER = ".tinytorch-kit"
 # Modules of grading/ that the student kit leaves out: autograding, and classroom.py, which builds wrong and cheating
 # answers from the solutions. The kit keeps what `check` and `export` need.
-INSTRUCTOR_ONLY = ["autograde.py", "job.py", "verdict.py", "worker.py", "wire.py", "inside.py", "sandbox.py", "execute.py",
-                   "classroom.py", "demo.py", "lms.py",
-                   "feedback.py"]
+INSTRUCTOR_ONLY = [
+    "autograde.py",
+    "job.py",
+    "verdict.py",
+    "worker.py",
+    "wire.py",
+    "inside.py",
+    "sandbox.py",
+    "execute.py",
+    "classroom.py",
+    "demo.py",
+    "lms.py",
+    "feedback.py",
+]
 STUB = "raise NotImplementedError()"
 
 
 def stub_message(assignment, exercise):
-    return (f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
-            f'write your code here, then run: python -m grading export")')
+    return (
+        f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
+        f'write your code here, then run: python -m grading export")'
+    )
 
 
 def explain_stubs(source, assignment):
@@ -39,11 +62,12 @@ def explain_stubs(source, assignment):
 
 def check_sources(notebooks):
     "Refuse to release notebooks whose nbgrader metadata is out of date with the convention."
-    for stem, path in notebooks.items():
+    for path in notebooks.values():
         cells = mismatches(path)
         if cells:
-            raise GradingError(f"{path}: the nbgrader metadata of cells {cells} is out of date; "
-                               "run: python -m grading metadata")
+            raise GradingError(
+                f"{path}: the nbgrader metadata of cells {cells} is out of date; run: python -m grading metadata"
+            )
 
 
 def student_notebooks(notebooks, workdir):
@@ -69,8 +93,12 @@ def kit_settings(settings_path, nbs_path="."):
 
 def export_package(root):
     "Run nbdev_export in `root` (a folder with settings.ini) and fail with its message."
-    result = subprocess.run([sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export()"],
-                            cwd=root, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export()"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     if result.returncode:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise GradingError(f"nbdev_export failed in {root}: {detail[-1] if detail else 'no detail'}")
@@ -86,8 +114,10 @@ def copy_package_skeleton(target):
 def check_output(out):
     out = Path(out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / KIT_MARKER).exists())):
-        raise GradingError(f"{out} exists and is not empty (and is not an earlier kit); "
-                           "choose a new folder so nothing in it is overwritten.")
+        raise GradingError(
+            f"{out} exists and is not empty (and is not an earlier kit); "
+            "choose a new folder so nothing in it is overwritten."
+        )
     return out
 
 
@@ -147,6 +177,7 @@ def regions(source):
 
 class Secret:
     "A normalised answer (or hidden-test) line of one notebook, and what to say when it shows up."
+
     def __init__(self, pattern, line, stem, exercise, kind):
         self.pattern, self.line, self.stem, self.exercise, self.kind = pattern, line, stem, exercise, kind
 
@@ -162,8 +193,13 @@ def course_secrets(notebooks):
     read = {stem: read_notebook(path) for stem, path in notebooks.items()}
 
     def shown(nb, tests):
-        return " \n ".join(normalise(line) for cell in nb.cells if tests or not nbgrader_meta(cell).get("grade")
-                           for kind, line in regions(cell.source) if kind == "visible")
+        return " \n ".join(
+            normalise(line)
+            for cell in nb.cells
+            if tests or not nbgrader_meta(cell).get("grade")
+            for kind, line in regions(cell.source)
+            if kind == "visible"
+        )
 
     taught = {stem: f" {shown(nb, tests=False)} " for stem, nb in read.items()}
     everywhere = " \n ".join(shown(nb, tests=True) for nb in read.values())
@@ -186,8 +222,9 @@ def kit_lines(file):
     "(where, line) for every line of text in a kit file: a notebook's cell sources and outputs, or the file's lines."
     if file.suffix == ".ipynb":
         for index, cell in enumerate(read_notebook(file).cells):
-            texts = [cell.source] + [str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
-                                     for o in cell.get("outputs", [])]
+            texts = [cell.source] + [
+                str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in cell.get("outputs", [])
+            ]
             for text in texts:
                 for line in text.splitlines():
                     yield f"cell {index + 1} ({cell.get('id')})", line
@@ -230,9 +267,11 @@ def scan_for_solutions(kit, notebooks):
     for file, where, line, secret in find_leaks(kit, notebooks):
         text = line.strip()
         text = text if len(text) <= 160 else text[:160] + "..."
-        raise GradingError(f"{file.relative_to(kit)}, {where}: {shown_in(file, kit)} gives away {secret.describe()} "
-                           f"in the line {text!r}; the kit was not released. Rewrite that line so it does not show "
-                           "the answer (import the module instead, or use another example).")
+        raise GradingError(
+            f"{file.relative_to(kit)}, {where}: {shown_in(file, kit)} gives away {secret.describe()} "
+            f"in the line {text!r}; the kit was not released. Rewrite that line so it does not show "
+            "the answer (import the module instead, or use another example)."
+        )
 
 
 def release(out, notebooks_dir=None):

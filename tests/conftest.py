@@ -12,8 +12,14 @@ os.environ.setdefault("TINYTORCH_QUIET", "1")
 def run_cli(*args, cwd=REPO):
     "Run `python -m grading ARGS` as a user would; return the CompletedProcess."
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "grading", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=1800)
+    return subprocess.run(
+        [sys.executable, "-m", "grading", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
 
 
 def pytest_collection_modifyitems(items):

@@ -1,5 +1,6 @@
 """JupyterLab as a student sees it: the kit served headless, a solved notebook opened in Chromium, Run All, and the
 visible tests' output on the page. Saves a screenshot (tests/artifacts/jupyterlab-01_tensor.png)."""
+
 import json
 import os
 import shutil
@@ -22,10 +23,14 @@ VISIBLE_OUTPUTS = ["elementwise operations work", "matrix products work", "reduc
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it: "
-                                                     "apt-get install chromium)"),
-    pytest.mark.skipif(shutil.which("jupyter") is None and not (Path(sys.executable).parent / "jupyter").exists(),
-                       reason="JupyterLab is not installed"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="Debian's chromium is not installed (.ci/run installs it: apt-get install chromium)",
+    ),
+    pytest.mark.skipif(
+        shutil.which("jupyter") is None and not (Path(sys.executable).parent / "jupyter").exists(),
+        reason="JupyterLab is not installed",
+    ),
 ]
 
 
@@ -55,15 +60,33 @@ def jupyterlab(student_kit, tmp_path_factory):
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     port, token = free_port(), "tinytorch-test"
-    env = dict(os.environ, PYTHONPATH=str(student_kit), JUPYTER_CONFIG_DIR=str(home / "config"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_DATA_DIR=str(home / "data"))
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(student_kit),
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+    )
     env.pop("TINYTORCH_QUIET", None)
     log = open(home / "server.log", "w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={student_kit}",
-         f"--LabApp.user_settings_dir={home / 'settings'}"],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={student_kit}",
+            f"--LabApp.user_settings_dir={home / 'settings'}",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 90
@@ -73,7 +96,9 @@ def jupyterlab(student_kit, tmp_path_factory):
                 break
             except OSError:
                 if server.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n" + (home / "server.log").read_text()[-2000:])
+                    raise RuntimeError(
+                        "JupyterLab did not start:\n" + (home / "server.log").read_text()[-2000:]
+                    ) from None
                 time.sleep(0.5)
         yield url, token
     finally:
@@ -86,12 +111,23 @@ def jupyterlab(student_kit, tmp_path_factory):
 
 
 def test_notebook_runs_in_jupyterlab_and_shows_passing_visible_tests(jupyterlab):
-    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
+    playwright = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')"
+    )
     url, token = jupyterlab
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{url}/lab/tree/01_tensor/01_tensor.ipynb?token={token}")

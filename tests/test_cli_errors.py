@@ -1,4 +1,5 @@
 """Every command explains bad input in one line and exits non-zero, and grades what it can."""
+
 import csv
 import shutil
 

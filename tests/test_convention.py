@@ -1,4 +1,5 @@
 """The authoring convention derives nbgrader metadata, and every notebook agrees with it."""
+
 import nbformat
 import pytest
 
@@ -17,14 +18,23 @@ def test_every_notebook_agrees_with_the_convention():
 
 
 def test_solution_cell_is_named_after_what_it_defines():
-    meta = derive_cell(code("#| export\nclass AddBackward:\n    ### BEGIN SOLUTION\n    pass\n    ### END SOLUTION"), "x")
+    meta = derive_cell(
+        code("#| export\nclass AddBackward:\n    ### BEGIN SOLUTION\n    pass\n    ### END SOLUTION"), "x"
+    )
     assert meta["grade_id"] == "solution-AddBackward" and meta["solution"] and not meta["locked"]
 
 
 def test_test_cell_header_gives_id_and_points():
     meta = derive_cell(code("# test: add_backward (3 points)\nassert True"), "x")
-    assert meta == {"grade": True, "grade_id": "add_backward", "locked": True, "points": 3,
-                    "schema_version": 3, "solution": False, "task": False}
+    assert meta == {
+        "grade": True,
+        "grade_id": "add_backward",
+        "locked": True,
+        "points": 3,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
     assert derive_cell(code("# test: one (1 point)\npass"), "x")["points"] == 1
 
 
@@ -35,11 +45,14 @@ def test_other_cells_are_read_only():
     assert meta["locked"] and not meta["grade"] and meta["grade_id"] == "cell-abc"
 
 
-@pytest.mark.parametrize("source, words", [
-    ("# test: add backward 2 points\nassert 1", "malformed test header"),
-    ("x = 1\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION", "must define a class or function"),
-    ("### BEGIN HIDDEN TESTS\nassert 1\n### END HIDDEN TESTS", "hidden tests must be in a test cell"),
-])
+@pytest.mark.parametrize(
+    "source, words",
+    [
+        ("# test: add backward 2 points\nassert 1", "malformed test header"),
+        ("x = 1\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION", "must define a class or function"),
+        ("### BEGIN HIDDEN TESTS\nassert 1\n### END HIDDEN TESTS", "hidden tests must be in a test cell"),
+    ],
+)
 def test_broken_cells_are_explained(source, words):
     with pytest.raises(GradingError, match=words):
         derive_cell(code(source), "nb.ipynb, cell 3")

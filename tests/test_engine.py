@@ -1,21 +1,32 @@
 """The reference package: every backward class checked in float64 by central differences, on random shapes
 (broadcasting included), plus the seed examples, the engine's guarantees and its error messages."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tinytorch.core.tensor import Tensor
+from tinytorch.core import activations as A
+from tinytorch.core import conv as C
+from tinytorch.core import elementwise as E
+from tinytorch.core import embedding as M
+from tinytorch.core import losses as L
+from tinytorch.core import reductions as R
 from tinytorch.core.autograd import enable_autograd, grad
 from tinytorch.core.function import no_grad
 from tinytorch.core.gradcheck import GradcheckError, check_backward, gradcheck, numerical_grad
-from tinytorch.core import elementwise as E, reductions as R, activations as A, losses as L, conv as C, embedding as M
-from tinytorch.core.nn import Linear, ReLU, Sequential, Tanh
-from tinytorch.core.losses import CrossEntropy
 from tinytorch.core.higher_order import hessian_vector_product
+from tinytorch.core.losses import CrossEntropy
+from tinytorch.core.nn import Linear, ReLU, Sequential, Tanh
+from tinytorch.core.tensor import Tensor
 
-BINARY = [(E.AddBackward, np.add), (E.SubBackward, np.subtract), (E.MulBackward, np.multiply),
-          (E.DivBackward, np.divide)]
+BINARY = [
+    (E.AddBackward, np.add),
+    (E.SubBackward, np.subtract),
+    (E.MulBackward, np.multiply),
+    (E.DivBackward, np.divide),
+]
 
 
 @settings(max_examples=25, deadline=None)
@@ -36,7 +47,7 @@ def test_unary_rules(shape, seed):
     check_backward(E.NegBackward, np.negative, [x])
     check_backward(E.ExpBackward, np.exp, [x])
     check_backward(E.LogBackward, np.log, [positive])
-    check_backward(E.PowBackward, lambda a, exponent: a ** exponent, [positive], exponent=2.5)
+    check_backward(E.PowBackward, lambda a, exponent: a**exponent, [positive], exponent=2.5)
     check_backward(A.SigmoidBackward, A._stable_sigmoid, [x * 4])
     check_backward(A.TanhBackward, np.tanh, [x * 2])
     away_from_kink = np.where(np.abs(x) < 1e-3, 0.5, x)
@@ -61,8 +72,10 @@ def test_reductions_and_shapes(shape, seed, data):
     check_backward(A.LogSoftmaxBackward, A._stable_log_softmax, [x], axis=-1)
 
 
-@pytest.mark.parametrize("shape_a, shape_b", [((2, 3), (3, 4)), ((3,), (3, 2)), ((2, 3), (3,)), ((4,), (4,)),
-                                              ((2, 2, 3), (3, 5)), ((1, 3, 2), (4, 2, 3))])
+@pytest.mark.parametrize(
+    "shape_a, shape_b",
+    [((2, 3), (3, 4)), ((3,), (3, 2)), ((2, 3), (3,)), ((4,), (4,)), ((2, 2, 3), (3, 5)), ((1, 3, 2), (4, 2, 3))],
+)
 def test_matmul_backward(shape_a, shape_b):
     rng = np.random.default_rng(1)
     assert check_backward(R.MatmulBackward, np.matmul, [rng.normal(size=shape_a), rng.normal(size=shape_b)])
@@ -72,19 +85,31 @@ def test_losses_conv_pool_embedding_rules():
     rng = np.random.default_rng(2)
     ce = lambda z, y: -np.mean(A._stable_log_softmax(z, 1)[np.arange(len(y)), y])
     check_backward(L.CrossEntropyBackward, ce, [rng.normal(size=(6, 4)) * 50, rng.integers(0, 4, size=6)])
-    check_backward(L.MSEBackward, lambda p, t: np.mean((p - t) ** 2), [rng.normal(size=(3, 2)), rng.normal(size=(3, 2))])
-    check_backward(L.BCEBackward, lambda p, t: -np.mean(t * np.log(p) + (1 - t) * np.log(1 - p)),
-                   [rng.uniform(0.05, 0.95, size=5), rng.uniform(size=5)])
-    check_backward(C.Conv2dBackward, C.conv2d_forward, [rng.normal(size=(2, 2, 5, 4)), rng.normal(size=(3, 2, 3, 2)),
-                                                        rng.normal(size=3)], padding=1)
+    check_backward(
+        L.MSEBackward, lambda p, t: np.mean((p - t) ** 2), [rng.normal(size=(3, 2)), rng.normal(size=(3, 2))]
+    )
+    check_backward(
+        L.BCEBackward,
+        lambda p, t: -np.mean(t * np.log(p) + (1 - t) * np.log(1 - p)),
+        [rng.uniform(0.05, 0.95, size=5), rng.uniform(size=5)],
+    )
+    check_backward(
+        C.Conv2dBackward,
+        C.conv2d_forward,
+        [rng.normal(size=(2, 2, 5, 4)), rng.normal(size=(3, 2, 3, 2)), rng.normal(size=3)],
+        padding=1,
+    )
     check_backward(C.MaxPool2dBackward, lambda x: C.window(x, 2).max(axis=-1), [rng.normal(size=(2, 3, 4, 6))])
-    check_backward(M.EmbeddingBackward, lambda w, ids: w[ids], [rng.normal(size=(5, 3))], ids=np.array([[1, 1], [4, 1]]))
+    check_backward(
+        M.EmbeddingBackward, lambda w, ids: w[ids], [rng.normal(size=(5, 3))], ids=np.array([[1, 1], [4, 1]])
+    )
 
 
 def test_gradcheck_catches_an_unreduced_broadcast_gradient():
     class Unreduced(E.Function):
         def apply(self, g):
             return g, g
+
     with pytest.raises(GradcheckError, match="not reduced over the broadcast axes"):
         check_backward(Unreduced, np.add, [np.ones((3, 1)), np.ones((1, 4))])
 
@@ -94,7 +119,10 @@ def test_gradcheck_names_input_and_element():
         def apply(self, g):
             a, b = self.saved_tensors
             return g * b, g * b
-    with pytest.raises(GradcheckError, match=r"input 1 \(shape \(2, 2\)\): wrong gradient at index \(\d, \d\): analytic"):
+
+    with pytest.raises(
+        GradcheckError, match=r"input 1 \(shape \(2, 2\)\): wrong gradient at index \(\d, \d\): analytic"
+    ):
         check_backward(Wrong, np.multiply, [np.arange(4.0).reshape(2, 2) + 1, np.arange(4.0).reshape(2, 2) + 7])
 
 
@@ -114,7 +142,8 @@ def test_seed_example_one():
 def test_seed_example_two():
     W = Tensor(np.random.randn(2, 3), requires_grad=True)
     b = Tensor(np.random.randn(2), requires_grad=True)
-    linear = Linear(W, b); relu = ReLU()
+    linear = Linear(W, b)
+    relu = ReLU()
     x = Tensor(np.random.randn(3), requires_grad=True)
     loss = relu(linear(x)).sum()
     loss.backward()
@@ -132,7 +161,8 @@ def test_seed_example_three_cross_entropy():
 def test_enable_autograd_is_idempotent_and_covers_older_tensors():
     before = Tensor([1.0, 2.0])
     add = Tensor.__add__
-    enable_autograd(); enable_autograd()
+    enable_autograd()
+    enable_autograd()
     assert Tensor.__add__ is add
     assert before.requires_grad is False and before.grad is None
     w = Tensor([3.0, 4.0], requires_grad=True)
@@ -158,13 +188,22 @@ def test_graph_is_freed_unless_retained():
         out.backward()
 
 
-@pytest.mark.parametrize("action, words", [
-    (lambda: (Tensor([1.0, 2.0], requires_grad=True) * 2).backward(), "needs a single number, but this tensor has shape (2,)"),
-    (lambda: Tensor([1.0]).sum().backward(), "does not require a gradient"),
-    (lambda: Tensor(np.ones((2, 3))) @ Tensor(np.ones((2, 3))), "a has 3 columns but b has 2 rows"),
-    (lambda: Tensor(np.ones((2, 3))) + Tensor(np.ones(4)), "Cannot compute a + b: shapes (2, 3) and (4,) do not broadcast"),
-    (lambda: L.cross_entropy(Tensor(np.ones((2, 3))), [0, 5]), "must lie in 0..2"),
-])
+@pytest.mark.parametrize(
+    "action, words",
+    [
+        (
+            lambda: (Tensor([1.0, 2.0], requires_grad=True) * 2).backward(),
+            "needs a single number, but this tensor has shape (2,)",
+        ),
+        (lambda: Tensor([1.0]).sum().backward(), "does not require a gradient"),
+        (lambda: Tensor(np.ones((2, 3))) @ Tensor(np.ones((2, 3))), "a has 3 columns but b has 2 rows"),
+        (
+            lambda: Tensor(np.ones((2, 3))) + Tensor(np.ones(4)),
+            "Cannot compute a + b: shapes (2, 3) and (4,) do not broadcast",
+        ),
+        (lambda: L.cross_entropy(Tensor(np.ones((2, 3))), [0, 5]), "must lie in 0..2"),
+    ],
+)
 def test_errors_that_teach(action, words):
     with pytest.raises((RuntimeError, ValueError)) as error:
         action()
@@ -189,7 +228,7 @@ def test_edge_cases_zero_size_scalars_large_values():
 
 def test_second_derivative_and_hessian_vector_product():
     x = Tensor(2.0, requires_grad=True)
-    (first,) = grad(x ** 3, [x], create_graph=True)
+    (first,) = grad(x**3, [x], create_graph=True)
     (second,) = grad(first, [x])
     assert np.isclose(second.item(), 12.0)
     rng = np.random.default_rng(4)
@@ -198,6 +237,7 @@ def test_second_derivative_and_hessian_vector_product():
     loss_fn = lambda: L.cross_entropy(net(X), [0, 1, 1, 0, 1, 0])
     v = [rng.normal(size=p.shape) for p in params]
     hv = np.concatenate([h.data.ravel() for h in hessian_vector_product(loss_fn, params, v)])
+
     def flat_grad(step):
         saved = [p.data.copy() for p in params]
         for p, d in zip(params, v):
@@ -206,6 +246,7 @@ def test_second_derivative_and_hessian_vector_product():
         for p, s in zip(params, saved):
             p.data = s
         return g
+
     assert np.allclose(hv, (flat_grad(1e-5) - flat_grad(-1e-5)) / 2e-5, atol=1e-6, rtol=1e-4)
 
 
@@ -223,8 +264,12 @@ def test_numerical_grad_matches_known_derivative():
 def test_scatter_add_backward_and_its_double_backward():
     rng = np.random.default_rng(6)
     index = np.array([0, 2, 2])
-    check_backward(lambda values, index: R.ScatterAddBackward(values, index),
-                   lambda v, index: R.scatter_add(Tensor(v), index, (4, 2)).data, [rng.normal(size=(3, 2))], index=index)
+    check_backward(
+        lambda values, index: R.ScatterAddBackward(values, index),
+        lambda v, index: R.scatter_add(Tensor(v), index, (4, 2)).data,
+        [rng.normal(size=(3, 2))],
+        index=index,
+    )
     x = Tensor(rng.normal(size=(4, 2)), requires_grad=True)
     (g,) = grad((x[index] ** 2).sum(), [x], create_graph=True)
     (second,) = grad(g.sum(), [x])
@@ -233,6 +278,7 @@ def test_scatter_add_backward_and_its_double_backward():
 
 # Issue 14: the bugs students really write. Rules get read-only arrays, shared gradient objects are compared at
 # every leaf, and edge values (zeros, p = 0 and 1, large logits, empty batches, float32) are checked.
+
 
 def relu_np(v):
     return np.maximum(v, 0)
@@ -266,12 +312,15 @@ class ScalesItsOutput(E.ExpBackward):
         return (self.output,)
 
 
-@pytest.mark.parametrize("rule, forward, words", [
-    (MasksGradOutput, relu_np, "your rule changed grad_output in place: compute a new array instead"),
-    (ClampsItsInput, relu_np, "your rule changed its saved input 0 in place"),
-    (ReplacesItsInput, relu_np, "your rule changed its saved input 0 in place"),
-    (ScalesItsOutput, np.exp, "your rule changed its saved output in place"),
-])
+@pytest.mark.parametrize(
+    "rule, forward, words",
+    [
+        (MasksGradOutput, relu_np, "your rule changed grad_output in place: compute a new array instead"),
+        (ClampsItsInput, relu_np, "your rule changed its saved input 0 in place"),
+        (ReplacesItsInput, relu_np, "your rule changed its saved input 0 in place"),
+        (ScalesItsOutput, np.exp, "your rule changed its saved output in place"),
+    ],
+)
 def test_check_backward_hands_rules_read_only_arrays(rule, forward, words):
     x = np.array([-1.0, 0.5, 2.0])
     with pytest.raises(GradcheckError, match=words):
@@ -281,6 +330,7 @@ def test_check_backward_hands_rules_read_only_arrays(rule, forward, words):
 
 def test_gradcheck_catches_in_place_writes_inside_the_engine(monkeypatch):
     import tinytorch.core.autograd as engine
+
     x = Tensor([-1.0, 0.5, 2.0], requires_grad=True)
     monkeypatch.setattr(A.ReLUBackward, "apply", MasksGradOutput.apply)
     with pytest.raises(GradcheckError, match="ReLUBackward: your rule changed grad_output in place"):
@@ -293,6 +343,7 @@ def test_gradcheck_catches_in_place_writes_inside_the_engine(monkeypatch):
             grads[key].data += grad.data
         else:
             grads[key] = grad
+
     monkeypatch.setattr(engine, "accumulate", accumulate_in_place)
     a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, -1.0], requires_grad=True)
     for fn, inputs in [(lambda a: a + a, [a]), (lambda a, b: (a + b) * a + a * b, [a, b])]:
@@ -312,10 +363,14 @@ def test_in_place_accumulation_gives_wrong_gradients_even_without_read_only_arra
             grads[key].data += grad.data
         else:
             grads[key] = grad
+
     monkeypatch.setattr(engine, "accumulate", accumulate_in_place)
     wrong = 0
-    for fn in [lambda a, b: (a + b).sum() + (a * b).sum(), lambda a, b: (a * b).sum() + (a + b).sum(),
-               lambda a, b: (a + b) + (a + b) * a]:
+    for fn in [
+        lambda a, b: (a + b).sum() + (a * b).sum(),
+        lambda a, b: (a * b).sum() + (a + b).sum(),
+        lambda a, b: (a + b) + (a + b) * a,
+    ]:
         a, b = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, -1.0], requires_grad=True)
         out = fn(a, b).sum()
         out.backward()
@@ -324,17 +379,20 @@ def test_in_place_accumulation_gives_wrong_gradients_even_without_read_only_arra
     assert wrong >= 2
 
 
-@pytest.mark.parametrize("fn, n", [
-    (lambda a: a + a, 1),
-    (lambda a, b: (a + b) * a + a * b, 2),
-    (lambda a, b: a * b + (a + b) * b, 2),
-    (lambda a, b: (a + b) + (a + b) * a, 2),
-    (lambda a: a * 2.0 + a.exp() + a * a, 1),
-    (lambda a: A.relu(a) + a, 1),
-    (lambda a: A.sigmoid(a) * A.sigmoid(a) + a, 1),
-    (lambda a: A.softmax(a, axis=-1) + a, 1),
-    (lambda a, b: L.mse_loss(a, a * 0.5) + (a - b).sum(), 2),
-])
+@pytest.mark.parametrize(
+    "fn, n",
+    [
+        (lambda a: a + a, 1),
+        (lambda a, b: (a + b) * a + a * b, 2),
+        (lambda a, b: a * b + (a + b) * b, 2),
+        (lambda a, b: (a + b) + (a + b) * a, 2),
+        (lambda a: a * 2.0 + a.exp() + a * a, 1),
+        (lambda a: A.relu(a) + a, 1),
+        (lambda a: A.sigmoid(a) * A.sigmoid(a) + a, 1),
+        (lambda a: A.softmax(a, axis=-1) + a, 1),
+        (lambda a, b: L.mse_loss(a, a * 0.5) + (a - b).sum(), 2),
+    ],
+)
 def test_one_gradient_object_reaching_two_places(fn, n):
     rng = np.random.default_rng(7)
     inputs = [Tensor(rng.normal(size=(2, 3)), requires_grad=True) for _ in range(n)]
@@ -343,14 +401,15 @@ def test_one_gradient_object_reaching_two_places(fn, n):
 
 def test_edge_values_of_the_rules():
     for p in [1, 2, 3, 2.0]:
-        check_backward(E.PowBackward, lambda a, exponent: a ** exponent, [np.array([0.0, -1.5, 0.0])], exponent=p)
+        check_backward(E.PowBackward, lambda a, exponent: a**exponent, [np.array([0.0, -1.5, 0.0])], exponent=p)
 
-    class PowOverA(E.PowBackward):       # p * a**p / a: the same away from 0, NaN at 0
+    class PowOverA(E.PowBackward):  # p * a**p / a: the same away from 0, NaN at 0
         def apply(self, grad_output):
             (a,) = self.saved_tensors
-            return (grad_output * self.exponent * a ** self.exponent / a,)
+            return (grad_output * self.exponent * a**self.exponent / a,)
+
     with np.errstate(all="ignore"), pytest.raises(GradcheckError, match="index"):
-        check_backward(PowOverA, lambda a, exponent: a ** exponent, [np.array([0.0, 1.5])], exponent=2)
+        check_backward(PowOverA, lambda a, exponent: a**exponent, [np.array([0.0, 1.5])], exponent=2)
 
     (grad,) = A.ReLUBackward(Tensor([-1.0, 0.0, 2.0])).apply(Tensor(np.ones(3)))
     assert np.array_equal(grad.data, [0.0, 0.0, 1.0]), "ReLU's documented convention: gradient 0 at exactly 0"
@@ -364,8 +423,11 @@ def test_edge_values_of_the_rules():
         def apply(self, grad_output):
             probabilities, target = self.saved_tensors
             n = probabilities.size
-            return (grad_output * (probabilities - target) / (probabilities * (1 - probabilities)) / n,
-                    grad_output * ((1 - probabilities).log() - probabilities.log()) / n)
+            return (
+                grad_output * (probabilities - target) / (probabilities * (1 - probabilities)) / n,
+                grad_output * ((1 - probabilities).log() - probabilities.log()) / n,
+            )
+
     with np.errstate(all="ignore"):
         assert not all(np.all(np.isfinite(g.data)) for g in Unclipped(p, t).apply(Tensor(1.0)))
 
@@ -435,5 +497,6 @@ def test_check_backward_names_a_promoted_dtype():
     class Promotes(E.Function):
         def apply(self, grad_output):
             return (grad_output * np.ones(grad_output.shape),)
+
     with pytest.raises(GradcheckError, match="the input is float32 but its gradient is float64"):
         check_backward(Promotes, lambda v: v * 1.0, [np.ones(3, dtype=np.float32)])

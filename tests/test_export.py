@@ -1,4 +1,5 @@
 """The committed tinytorch/ is exactly what nbdev_export makes from notebooks/."""
+
 import shutil
 import subprocess
 import sys
@@ -11,8 +12,11 @@ pytestmark = pytest.mark.slow  # nbdev_export of every notebook
 
 
 def python_files(root):
-    return {p.relative_to(root): p.read_text() for p in sorted((root / "tinytorch").rglob("*.py"))
-            if "__pycache__" not in p.parts}
+    return {
+        p.relative_to(root): p.read_text()
+        for p in sorted((root / "tinytorch").rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
 
 
 def test_nbdev_export_leaves_the_package_unchanged(tmp_path):
@@ -20,8 +24,12 @@ def test_nbdev_export_leaves_the_package_unchanged(tmp_path):
     shutil.copyfile(REPO / "settings.ini", tmp_path / "settings.ini")
     (tmp_path / "tinytorch").mkdir()
     shutil.copyfile(REPO / "tinytorch" / "__init__.py", tmp_path / "tinytorch" / "__init__.py")
-    result = subprocess.run([sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export()"],
-                            cwd=tmp_path, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export()"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     exported, committed = python_files(tmp_path), python_files(REPO)
     assert sorted(exported) == sorted(committed), "modules differ: run `python -m grading export` and commit"

@@ -2,6 +2,7 @@
 
 Each mutant is the solved notebook with one edit, submitted as its own student; all are graded in one autograde run.
 """
+
 import json
 
 import pytest
@@ -14,196 +15,528 @@ OVERWRITE = "out = np.zeros({shape})\n        out[{index}] = grad_output.data\n 
 
 # (notebook, tests of the rule, what the mutant gets wrong, solution text, mutated text)
 MUTANTS = [
-    ("04_elementwise", "add_backward", "broadcast gradient not reduced",
-     "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)", "return grad_output, grad_output"),
-    ("04_elementwise", "add_backward", "b's gradient dropped",
-     "unbroadcast(grad_output, b.shape)", "unbroadcast(grad_output * 0, b.shape)"),
-    ("04_elementwise", "sub_backward", "sign of b's gradient", "unbroadcast(-grad_output, b.shape)", "unbroadcast(grad_output, b.shape)"),
-    ("04_elementwise", "sub_backward", "broadcast gradient not reduced",
-     "return unbroadcast(grad_output, a.shape), unbroadcast(-grad_output, b.shape)", "return grad_output, -grad_output"),
-    ("04_elementwise", "mul_backward", "operands swapped",
-     "unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
-     "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)"),
-    ("04_elementwise", "mul_backward", "broadcast gradient not reduced",
-     "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)", "return grad_output * b, grad_output * a"),
+    (
+        "04_elementwise",
+        "add_backward",
+        "broadcast gradient not reduced",
+        "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
+        "return grad_output, grad_output",
+    ),
+    (
+        "04_elementwise",
+        "add_backward",
+        "b's gradient dropped",
+        "unbroadcast(grad_output, b.shape)",
+        "unbroadcast(grad_output * 0, b.shape)",
+    ),
+    (
+        "04_elementwise",
+        "sub_backward",
+        "sign of b's gradient",
+        "unbroadcast(-grad_output, b.shape)",
+        "unbroadcast(grad_output, b.shape)",
+    ),
+    (
+        "04_elementwise",
+        "sub_backward",
+        "broadcast gradient not reduced",
+        "return unbroadcast(grad_output, a.shape), unbroadcast(-grad_output, b.shape)",
+        "return grad_output, -grad_output",
+    ),
+    (
+        "04_elementwise",
+        "mul_backward",
+        "operands swapped",
+        "unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+        "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)",
+    ),
+    (
+        "04_elementwise",
+        "mul_backward",
+        "broadcast gradient not reduced",
+        "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+        "return grad_output * b, grad_output * a",
+    ),
     ("04_elementwise", "div_backward", "b not squared", "-grad_output * a / (b * b)", "-grad_output * a / b"),
-    ("04_elementwise", "div_backward", "sign of b's gradient", "-grad_output * a / (b * b)", "grad_output * a / (b * b)"),
+    (
+        "04_elementwise",
+        "div_backward",
+        "sign of b's gradient",
+        "-grad_output * a / (b * b)",
+        "grad_output * a / (b * b)",
+    ),
     ("04_elementwise", "neg_backward", "sign kept", "return (-grad_output,)", "return (grad_output,)"),
     ("04_elementwise", "neg_backward", "scaled", "return (-grad_output,)", "return (-2 * grad_output,)"),
     ("04_elementwise", "pow_backward", "exponent not lowered", "p * a ** (p - 1)", "p * a ** p"),
     ("04_elementwise", "pow_backward", "factor p missing", "p * a ** (p - 1)", "a ** (p - 1)"),
-    ("04_elementwise", "exp_backward", "grad_output ignored", "return (grad_output * self.output,)", "return (self.output,)"),
-    ("04_elementwise", "exp_backward", "output squared", "return (grad_output * self.output,)", "return (grad_output * self.output * self.output,)"),
-    ("04_elementwise", "log_backward", "multiplied instead of divided", "return (grad_output / a,)", "return (grad_output * a,)"),
-    ("04_elementwise", "log_backward", "divided by a squared", "return (grad_output / a,)", "return (grad_output / (a * a),)"),
+    (
+        "04_elementwise",
+        "exp_backward",
+        "grad_output ignored",
+        "return (grad_output * self.output,)",
+        "return (self.output,)",
+    ),
+    (
+        "04_elementwise",
+        "exp_backward",
+        "output squared",
+        "return (grad_output * self.output,)",
+        "return (grad_output * self.output * self.output,)",
+    ),
+    (
+        "04_elementwise",
+        "log_backward",
+        "multiplied instead of divided",
+        "return (grad_output / a,)",
+        "return (grad_output * a,)",
+    ),
+    (
+        "04_elementwise",
+        "log_backward",
+        "divided by a squared",
+        "return (grad_output / a,)",
+        "return (grad_output / (a * a),)",
+    ),
     ("05_matmul_and_reductions", "matmul_backward", "b not transposed", "g2 @ swap_last(b2)", "g2 @ b2"),
-    ("05_matmul_and_reductions", "matmul_backward", "batch axes not reduced",
-     "grad_a = unbroadcast(g2 @ swap_last(b2), a2.shape)", "grad_a = g2 @ swap_last(b2)"),
-    ("05_matmul_and_reductions", "sum_backward", "not broadcast back",
-     "return (grad_output.reshape(kept_shape(x.shape, self.axis)) * np.ones(x.shape, dtype=grad_output.dtype),)",
-     "return (grad_output.reshape(kept_shape(x.shape, self.axis)),)"),
-    ("05_matmul_and_reductions", "sum_backward", "divided like a mean",
-     "* np.ones(x.shape, dtype=grad_output.dtype),)", "* np.ones(x.shape) / x.size,)"),
-    ("05_matmul_and_reductions", "mean_backward", "1/N missing", "dtype=grad_output.dtype) / count,)", "dtype=grad_output.dtype),)"),
-    ("05_matmul_and_reductions", "mean_backward", "divided by all elements",
-     "dtype=grad_output.dtype) / count,)", "dtype=grad_output.dtype) / x.size,)"),
-    ("05_matmul_and_reductions", "reshape_backward", "axes reversed", "return (grad_output.reshape(x.shape),)", "return (grad_output.reshape(x.shape[::-1]),)"),
-    ("05_matmul_and_reductions", "reshape_backward", "scaled", "return (grad_output.reshape(x.shape),)", "return (2 * grad_output.reshape(x.shape),)"),
-    ("05_matmul_and_reductions", "transpose_backward", "permutation not inverted", "tuple(np.argsort(self.axes))", "self.axes"),
+    (
+        "05_matmul_and_reductions",
+        "matmul_backward",
+        "batch axes not reduced",
+        "grad_a = unbroadcast(g2 @ swap_last(b2), a2.shape)",
+        "grad_a = g2 @ swap_last(b2)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "sum_backward",
+        "not broadcast back",
+        "return (grad_output.reshape(kept_shape(x.shape, self.axis)) * np.ones(x.shape, dtype=grad_output.dtype),)",
+        "return (grad_output.reshape(kept_shape(x.shape, self.axis)),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "sum_backward",
+        "divided like a mean",
+        "* np.ones(x.shape, dtype=grad_output.dtype),)",
+        "* np.ones(x.shape) / x.size,)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "mean_backward",
+        "1/N missing",
+        "dtype=grad_output.dtype) / count,)",
+        "dtype=grad_output.dtype),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "mean_backward",
+        "divided by all elements",
+        "dtype=grad_output.dtype) / count,)",
+        "dtype=grad_output.dtype) / x.size,)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "reshape_backward",
+        "axes reversed",
+        "return (grad_output.reshape(x.shape),)",
+        "return (grad_output.reshape(x.shape[::-1]),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "reshape_backward",
+        "scaled",
+        "return (grad_output.reshape(x.shape),)",
+        "return (2 * grad_output.reshape(x.shape),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "transpose_backward",
+        "permutation not inverted",
+        "tuple(np.argsort(self.axes))",
+        "self.axes",
+    ),
     ("05_matmul_and_reductions", "transpose_backward", "all axes reversed", "tuple(np.argsort(self.axes))", "None"),
-    ("05_matmul_and_reductions", "index_backward", "repeated indices overwritten",
-     "return (scatter_add(grad_output, self.index, x.shape),)", OVERWRITE.format(shape="x.shape", index="self.index")),
-    ("05_matmul_and_reductions", "index_backward", "scaled", "return (scatter_add(grad_output, self.index, x.shape),)",
-     "return (scatter_add(grad_output * 2, self.index, x.shape),)"),
-    ("06_autograd", "accumulate", "gradient overwritten instead of accumulated",
-     "grads[key] = grad if key not in grads else grads[key] + grad", "grads[key] = grad"),
+    (
+        "05_matmul_and_reductions",
+        "index_backward",
+        "repeated indices overwritten",
+        "return (scatter_add(grad_output, self.index, x.shape),)",
+        OVERWRITE.format(shape="x.shape", index="self.index"),
+    ),
+    (
+        "05_matmul_and_reductions",
+        "index_backward",
+        "scaled",
+        "return (scatter_add(grad_output, self.index, x.shape),)",
+        "return (scatter_add(grad_output * 2, self.index, x.shape),)",
+    ),
+    (
+        "06_autograd",
+        "accumulate",
+        "gradient overwritten instead of accumulated",
+        "grads[key] = grad if key not in grads else grads[key] + grad",
+        "grads[key] = grad",
+    ),
     ("06_autograd", "accumulate", "gradients multiplied", "else grads[key] + grad", "else grads[key] * grad"),
     ("07_activations", "relu_backward", "mask >= instead of >", "(x.data > 0)", "(x.data >= 0)"),
     ("07_activations", "relu_backward", "mask inverted", "(x.data > 0)", "(x.data < 0)"),
-    ("07_activations", "sigmoid_backward", "from the input instead of the output", "return (grad_output * s * (1 - s),)",
-     "return (grad_output * self.saved_tensors[0] * (1 - self.saved_tensors[0]),)"),
-    ("07_activations", "sigmoid_backward", "factor s missing", "return (grad_output * s * (1 - s),)", "return (grad_output * (1 - s),)"),
+    (
+        "07_activations",
+        "sigmoid_backward",
+        "from the input instead of the output",
+        "return (grad_output * s * (1 - s),)",
+        "return (grad_output * self.saved_tensors[0] * (1 - self.saved_tensors[0]),)",
+    ),
+    (
+        "07_activations",
+        "sigmoid_backward",
+        "factor s missing",
+        "return (grad_output * s * (1 - s),)",
+        "return (grad_output * (1 - s),)",
+    ),
     ("07_activations", "tanh_backward", "not squared", "(1 - t * t)", "(1 - t)"),
     ("07_activations", "tanh_backward", "sign", "(1 - t * t)", "(1 + t * t)"),
-    ("07_activations", "softmax_backward", "Jacobian diagonal only",
-     "return (s * (grad_output - (grad_output * s).sum(axis=self.axis, keepdims=True)),)", "return (s * (1 - s) * grad_output,)"),
-    ("07_activations", "softmax_backward", "summed over every axis", "(grad_output * s).sum(axis=self.axis, keepdims=True)", "(grad_output * s).sum()"),
-    ("07_activations", "log_softmax_backward", "log-probabilities instead of probabilities",
-     "self.output.exp() * grad_output.sum", "self.output * grad_output.sum"),
-    ("07_activations", "log_softmax_backward", "Jacobian diagonal only",
-     "grad_output - self.output.exp() * grad_output.sum(axis=self.axis, keepdims=True)", "grad_output - self.output.exp() * grad_output"),
+    (
+        "07_activations",
+        "softmax_backward",
+        "Jacobian diagonal only",
+        "return (s * (grad_output - (grad_output * s).sum(axis=self.axis, keepdims=True)),)",
+        "return (s * (1 - s) * grad_output,)",
+    ),
+    (
+        "07_activations",
+        "softmax_backward",
+        "summed over every axis",
+        "(grad_output * s).sum(axis=self.axis, keepdims=True)",
+        "(grad_output * s).sum()",
+    ),
+    (
+        "07_activations",
+        "log_softmax_backward",
+        "log-probabilities instead of probabilities",
+        "self.output.exp() * grad_output.sum",
+        "self.output * grad_output.sum",
+    ),
+    (
+        "07_activations",
+        "log_softmax_backward",
+        "Jacobian diagonal only",
+        "grad_output - self.output.exp() * grad_output.sum(axis=self.axis, keepdims=True)",
+        "grad_output - self.output.exp() * grad_output",
+    ),
     ("08_losses", "mse_backward", "1/N missing", "(prediction - target) / prediction.size", "(prediction - target)"),
-    ("08_losses", "mse_backward", "factor 2 missing", "grad_output * 2 * (prediction - target)", "grad_output * (prediction - target)"),
-    ("08_losses", "bce_backward", "1/N missing", "grad_p = grad_output * (p - target) / (p * (1 - p)) / n",
-     "grad_p = grad_output * (p - target) / (p * (1 - p))"),
+    (
+        "08_losses",
+        "mse_backward",
+        "factor 2 missing",
+        "grad_output * 2 * (prediction - target)",
+        "grad_output * (prediction - target)",
+    ),
+    (
+        "08_losses",
+        "bce_backward",
+        "1/N missing",
+        "grad_p = grad_output * (p - target) / (p * (1 - p)) / n",
+        "grad_p = grad_output * (p - target) / (p * (1 - p))",
+    ),
     ("08_losses", "bce_backward", "sign", "grad_output * (p - target)", "grad_output * (target - p)"),
-    ("08_losses", "cross_entropy_backward", "1/batch missing", "- one_hot) / logits.shape[0], None", "- one_hot), None"),
-    ("08_losses", "cross_entropy_backward", "one-hot not subtracted", "(softmax(logits, axis=1) - one_hot)", "softmax(logits, axis=1)"),
-    ("12_conv", "conv2d_backward", "kernel flipped for grad_x", "g_rows @ w.data.reshape(f, -1)", "g_rows @ w.data[:, :, ::-1, ::-1].reshape(f, -1)"),
-    ("12_conv", "conv2d_backward", "bias gradient averaged", "grad_b = g.sum(axis=(0, 2, 3))", "grad_b = g.mean(axis=(0, 2, 3))"),
-    ("12_conv", "maxpool2d_backward", "gradient to every element",
-     "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
-     "grad_windows += grad_output.data[..., None]"),
-    ("12_conv", "maxpool2d_backward", "average-pool gradient",
-     "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
-     "grad_windows += grad_output.data[..., None] / (self.k * self.k)"),
-    ("13_embedding", "embedding_backward", "repeated ids overwritten",
-     "return (scatter_add(grad_output, self.ids, weight.shape),)", OVERWRITE.format(shape="weight.shape", index="self.ids")),
-    ("13_embedding", "embedding_backward", "averaged over ids",
-     "return (scatter_add(grad_output, self.ids, weight.shape),)",
-     "return (scatter_add(grad_output / max(self.ids.size, 1), self.ids, weight.shape),)"),
+    (
+        "08_losses",
+        "cross_entropy_backward",
+        "1/batch missing",
+        "- one_hot) / logits.shape[0], None",
+        "- one_hot), None",
+    ),
+    (
+        "08_losses",
+        "cross_entropy_backward",
+        "one-hot not subtracted",
+        "(softmax(logits, axis=1) - one_hot)",
+        "softmax(logits, axis=1)",
+    ),
+    (
+        "12_conv",
+        "conv2d_backward",
+        "kernel flipped for grad_x",
+        "g_rows @ w.data.reshape(f, -1)",
+        "g_rows @ w.data[:, :, ::-1, ::-1].reshape(f, -1)",
+    ),
+    (
+        "12_conv",
+        "conv2d_backward",
+        "bias gradient averaged",
+        "grad_b = g.sum(axis=(0, 2, 3))",
+        "grad_b = g.mean(axis=(0, 2, 3))",
+    ),
+    (
+        "12_conv",
+        "maxpool2d_backward",
+        "gradient to every element",
+        "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
+        "grad_windows += grad_output.data[..., None]",
+    ),
+    (
+        "12_conv",
+        "maxpool2d_backward",
+        "average-pool gradient",
+        "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
+        "grad_windows += grad_output.data[..., None] / (self.k * self.k)",
+    ),
+    (
+        "13_embedding",
+        "embedding_backward",
+        "repeated ids overwritten",
+        "return (scatter_add(grad_output, self.ids, weight.shape),)",
+        OVERWRITE.format(shape="weight.shape", index="self.ids"),
+    ),
+    (
+        "13_embedding",
+        "embedding_backward",
+        "averaged over ids",
+        "return (scatter_add(grad_output, self.ids, weight.shape),)",
+        "return (scatter_add(grad_output / max(self.ids.size, 1), self.ids, weight.shape),)",
+    ),
 ]
 
 # Bugs students write (issue 14), not edits of the reference: in-place writes, aliasing, edge values, hand-rolled steps.
 STUDENT_BUGS = [
-    ("04_elementwise", "add_backward", "hand-rolled reduction over leading axes only",
-     "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
-     "lead = lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape)))) if g.ndim > len(shape) else g\n"
-     "        return lead(grad_output, a.shape), lead(grad_output, b.shape)"),
-    ("04_elementwise", "sub_backward", "negates grad_output in place",
-     "return unbroadcast(grad_output, a.shape), unbroadcast(-grad_output, b.shape)",
-     "negated = Tensor(grad_output.data)\n        negated.data *= -1\n"
-     "        return unbroadcast(grad_output, a.shape), unbroadcast(negated, b.shape)"),
-    ("04_elementwise", "mul_backward", "overwrites grad_output's data for a",
-     "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
-     "ga = grad_output\n        ga.data = ga.data * b.data\n"
-     "        return unbroadcast(ga, a.shape), unbroadcast(grad_output * a, b.shape)"),
-    ("04_elementwise", "div_backward", "grad_b as (a/b)**2 / a: NaN at a = 0",
-     "-grad_output * a / (b * b)", "-grad_output * (a / b) * (a / b) / a"),
-    ("04_elementwise", "neg_backward", "negates grad_output in place",
-     "return (-grad_output,)", "grad_output.data *= -1\n        return (grad_output,)"),
+    (
+        "04_elementwise",
+        "add_backward",
+        "hand-rolled reduction over leading axes only",
+        "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
+        "lead = lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape)))) if g.ndim > len(shape) else g\n"
+        "        return lead(grad_output, a.shape), lead(grad_output, b.shape)",
+    ),
+    (
+        "04_elementwise",
+        "sub_backward",
+        "negates grad_output in place",
+        "return unbroadcast(grad_output, a.shape), unbroadcast(-grad_output, b.shape)",
+        "negated = Tensor(grad_output.data)\n        negated.data *= -1\n"
+        "        return unbroadcast(grad_output, a.shape), unbroadcast(negated, b.shape)",
+    ),
+    (
+        "04_elementwise",
+        "mul_backward",
+        "overwrites grad_output's data for a",
+        "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+        "ga = grad_output\n        ga.data = ga.data * b.data\n"
+        "        return unbroadcast(ga, a.shape), unbroadcast(grad_output * a, b.shape)",
+    ),
+    (
+        "04_elementwise",
+        "div_backward",
+        "grad_b as (a/b)**2 / a: NaN at a = 0",
+        "-grad_output * a / (b * b)",
+        "-grad_output * (a / b) * (a / b) / a",
+    ),
+    (
+        "04_elementwise",
+        "neg_backward",
+        "negates grad_output in place",
+        "return (-grad_output,)",
+        "grad_output.data *= -1\n        return (grad_output,)",
+    ),
     ("04_elementwise", "pow_backward", "p * a**p / a: NaN at a = 0", "p * a ** (p - 1)", "p * a ** p / a"),
-    ("04_elementwise", "exp_backward", "multiplies the saved output in place",
-     "return (grad_output * self.output,)", "self.output.data *= grad_output.data\n        return (self.output,)"),
-    ("04_elementwise", "log_backward", "replaces its saved input by 1/a",
-     "return (grad_output / a,)", "a.data = 1 / a.data\n        return (grad_output * a,)"),
-    ("05_matmul_and_reductions", "matmul_backward", ".T instead of swapping the last two axes", "g2 @ swap_last(b2)", "g2 @ b2.T"),
-    ("05_matmul_and_reductions", "sum_backward", "summed axes not put back",
-     "return (grad_output.reshape(kept_shape(x.shape, self.axis)) * np.ones(x.shape, dtype=grad_output.dtype),)",
-     "return (grad_output * np.ones(x.shape),)"),
-    ("05_matmul_and_reductions", "mean_backward", "divided by the output's size",
-     "dtype=grad_output.dtype) / count,)", "dtype=grad_output.dtype) / grad_output.size,)"),
-    ("05_matmul_and_reductions", "reshape_backward", "flattened", "return (grad_output.reshape(x.shape),)",
-     "return (grad_output.reshape(-1),)"),
-    ("05_matmul_and_reductions", "transpose_backward", ".T whatever the axes",
-     "return (grad_output.transpose(tuple(np.argsort(self.axes))),)", "return (grad_output.T,)"),
-    ("05_matmul_and_reductions", "index_backward", "out[index] += g (repeats counted once)",
-     "return (scatter_add(grad_output, self.index, x.shape),)",
-     "out = np.zeros(x.shape)\n        out[self.index] += grad_output.data\n        return (Tensor(out),)"),
-    ("06_autograd", "accumulate", "adds in place (grads[key].data += grad.data)",
-     "grads[key] = grad if key not in grads else grads[key] + grad",
-     "if key in grads:\n        grads[key].data += grad.data\n    else:\n        grads[key] = grad"),
-    ("07_activations", "relu_backward", "masks grad_output in place",
-     "return (grad_output * (x.data > 0),)", "g = grad_output.data\n        g[x.data <= 0] = 0\n        return (grad_output,)"),
-    ("07_activations", "sigmoid_backward", "multiplies the saved output in place",
-     "return (grad_output * s * (1 - s),)", "s.data *= 1 - s.data\n        return (grad_output * s,)"),
+    (
+        "04_elementwise",
+        "exp_backward",
+        "multiplies the saved output in place",
+        "return (grad_output * self.output,)",
+        "self.output.data *= grad_output.data\n        return (self.output,)",
+    ),
+    (
+        "04_elementwise",
+        "log_backward",
+        "replaces its saved input by 1/a",
+        "return (grad_output / a,)",
+        "a.data = 1 / a.data\n        return (grad_output * a,)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "matmul_backward",
+        ".T instead of swapping the last two axes",
+        "g2 @ swap_last(b2)",
+        "g2 @ b2.T",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "sum_backward",
+        "summed axes not put back",
+        "return (grad_output.reshape(kept_shape(x.shape, self.axis)) * np.ones(x.shape, dtype=grad_output.dtype),)",
+        "return (grad_output * np.ones(x.shape),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "mean_backward",
+        "divided by the output's size",
+        "dtype=grad_output.dtype) / count,)",
+        "dtype=grad_output.dtype) / grad_output.size,)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "reshape_backward",
+        "flattened",
+        "return (grad_output.reshape(x.shape),)",
+        "return (grad_output.reshape(-1),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "transpose_backward",
+        ".T whatever the axes",
+        "return (grad_output.transpose(tuple(np.argsort(self.axes))),)",
+        "return (grad_output.T,)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "index_backward",
+        "out[index] += g (repeats counted once)",
+        "return (scatter_add(grad_output, self.index, x.shape),)",
+        "out = np.zeros(x.shape)\n        out[self.index] += grad_output.data\n        return (Tensor(out),)",
+    ),
+    (
+        "06_autograd",
+        "accumulate",
+        "adds in place (grads[key].data += grad.data)",
+        "grads[key] = grad if key not in grads else grads[key] + grad",
+        "if key in grads:\n        grads[key].data += grad.data\n    else:\n        grads[key] = grad",
+    ),
+    (
+        "07_activations",
+        "relu_backward",
+        "masks grad_output in place",
+        "return (grad_output * (x.data > 0),)",
+        "g = grad_output.data\n        g[x.data <= 0] = 0\n        return (grad_output,)",
+    ),
+    (
+        "07_activations",
+        "sigmoid_backward",
+        "multiplies the saved output in place",
+        "return (grad_output * s * (1 - s),)",
+        "s.data *= 1 - s.data\n        return (grad_output * s,)",
+    ),
     ("07_activations", "tanh_backward", "(1 - t)**2 instead of 1 - t**2", "(1 - t * t)", "((1 - t) ** 2)"),
-    ("07_activations", "softmax_backward", "always sums over the last axis",
-     "(grad_output * s).sum(axis=self.axis, keepdims=True)", "(grad_output * s).sum(axis=-1, keepdims=True)"),
-    ("07_activations", "log_softmax_backward", "sum without keepdims",
-     "grad_output.sum(axis=self.axis, keepdims=True)", "grad_output.sum(axis=self.axis)"),
+    (
+        "07_activations",
+        "softmax_backward",
+        "always sums over the last axis",
+        "(grad_output * s).sum(axis=self.axis, keepdims=True)",
+        "(grad_output * s).sum(axis=-1, keepdims=True)",
+    ),
+    (
+        "07_activations",
+        "log_softmax_backward",
+        "sum without keepdims",
+        "grad_output.sum(axis=self.axis, keepdims=True)",
+        "grad_output.sum(axis=self.axis)",
+    ),
     ("08_losses", "mse_backward", "target's gradient not negated", "return grad, -grad", "return grad, grad"),
-    ("08_losses", "bce_backward", "without the clipping (infinite at p = 0 or 1)",
-     "grad_p = grad_output * (p - target) / (p * (1 - p)) / n",
-     "grad_p = grad_output * (probabilities - target) / (probabilities * (1 - probabilities)) / n"),
-    ("08_losses", "cross_entropy_backward", "softmax by plain exp (overflows for large logits)",
-     "(softmax(logits, axis=1) - one_hot)",
-     "(Tensor(np.exp(logits.data) / np.exp(logits.data).sum(axis=1, keepdims=True)) - one_hot)"),
-    ("12_conv", "conv2d_backward", "bias gradient of the first sample only",
-     "grad_b = g.sum(axis=(0, 2, 3))", "grad_b = g[0].sum(axis=(1, 2))"),
-    ("12_conv", "maxpool2d_backward", "every tied maximum gets the gradient",
-     "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
-     "windows = window(x.data, self.k)\n"
-     "        grad_windows += (windows == windows.max(axis=-1, keepdims=True)) * grad_output.data[..., None]"),
-    ("13_embedding", "embedding_backward", "out[ids] += g (repeats counted once)",
-     "return (scatter_add(grad_output, self.ids, weight.shape),)",
-     "out = np.zeros(weight.shape)\n        out[self.ids] += grad_output.data\n        return (Tensor(out),)"),
+    (
+        "08_losses",
+        "bce_backward",
+        "without the clipping (infinite at p = 0 or 1)",
+        "grad_p = grad_output * (p - target) / (p * (1 - p)) / n",
+        "grad_p = grad_output * (probabilities - target) / (probabilities * (1 - probabilities)) / n",
+    ),
+    (
+        "08_losses",
+        "cross_entropy_backward",
+        "softmax by plain exp (overflows for large logits)",
+        "(softmax(logits, axis=1) - one_hot)",
+        "(Tensor(np.exp(logits.data) / np.exp(logits.data).sum(axis=1, keepdims=True)) - one_hot)",
+    ),
+    (
+        "12_conv",
+        "conv2d_backward",
+        "bias gradient of the first sample only",
+        "grad_b = g.sum(axis=(0, 2, 3))",
+        "grad_b = g[0].sum(axis=(1, 2))",
+    ),
+    (
+        "12_conv",
+        "maxpool2d_backward",
+        "every tied maximum gets the gradient",
+        "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
+        "windows = window(x.data, self.k)\n"
+        "        grad_windows += (windows == windows.max(axis=-1, keepdims=True)) * grad_output.data[..., None]",
+    ),
+    (
+        "13_embedding",
+        "embedding_backward",
+        "out[ids] += g (repeats counted once)",
+        "return (scatter_add(grad_output, self.ids, weight.shape),)",
+        "out = np.zeros(weight.shape)\n        out[self.ids] += grad_output.data\n        return (Tensor(out),)",
+    ),
 ]
 MUTANTS += STUDENT_BUGS
 
 # Correct solutions written differently from the reference: each must earn every point of its notebook.
 ALTERNATIVES = [
-    ("04_elementwise", "unbroadcast one axis at a time",
-     "extra = grad.ndim - len(shape)\n    if extra > 0:\n        grad = grad.sum(axis=tuple(range(extra)))\n"
-     "    stretched = tuple(axis for axis, n in enumerate(shape) if n == 1 and grad.shape[axis] != 1)\n"
-     "    if stretched:\n        grad = grad.sum(axis=stretched, keepdims=True)",
-     "while grad.ndim > len(shape):\n        grad = grad.sum(axis=0)\n    for axis, n in enumerate(shape):\n"
-     "        if n == 1 and grad.shape[axis] != 1:\n            grad = grad.sum(axis=axis, keepdims=True)"),
-    ("07_activations", "sigmoid recomputed from the saved input",
-     "return (grad_output * s * (1 - s),)",
-     "(x,) = self.saved_tensors\n        s = Tensor(_stable_sigmoid(x.data))\n        return (grad_output * s * (1 - s),)"),
-    ("07_activations", "softmax backward as the explicit Jacobian-vector product",
-     "return (s * (grad_output - (grad_output * s).sum(axis=self.axis, keepdims=True)),)",
-     "s_last = np.moveaxis(s.data, self.axis, -1)\n"
-     "        g_last = np.moveaxis(grad_output.data, self.axis, -1)\n"
-     "        jacobian = s_last[..., :, None] * (np.eye(s_last.shape[-1]) - s_last[..., None, :])   # ds_i/dx_j\n"
-     "        grad = np.einsum('...ij,...i->...j', jacobian, g_last)\n"
-     "        return (Tensor(np.moveaxis(grad, -1, self.axis)),)"),
-    ("07_activations", "ReLU mask built with np.where",
-     "return (grad_output * (x.data > 0),)", "return (grad_output * np.where(x.data > 0, 1.0, 0.0),)"),
-    ("06_autograd", "topological order by Kahn's algorithm (in-degrees)",
-     "while stack:\n        tensor, expanded = stack.pop()\n        if expanded:\n            order.append(tensor)\n"
-     "            continue\n        if id(tensor) in visited:\n            continue\n        visited.add(id(tensor))\n"
-     "        stack.append((tensor, True))\n        stack.extend((t, False) for t in inputs_of(tensor) if id(t) not in visited)",
-     "nodes, todo = {id(root): root}, [root]\n    while todo:\n        for t in inputs_of(todo.pop()):\n"
-     "            if id(t) not in nodes:\n                nodes[id(t)] = t\n                todo.append(t)\n"
-     "    indegree = dict.fromkeys(nodes, 0)\n    for t in nodes.values():\n        for inp in inputs_of(t):\n"
-     "            indegree[id(inp)] += 1\n    ready = [root]\n    while ready:\n        t = ready.pop()\n"
-     "        order.insert(0, t)   # inputs first, as the reversal below expects\n        for inp in inputs_of(t):\n"
-     "            indegree[id(inp)] -= 1\n            if indegree[id(inp)] == 0:\n                ready.append(inp)"),
-    ("06_autograd", "accumulate by popping the earlier gradient",
-     "grads[key] = grad if key not in grads else grads[key] + grad",
-     "grads[key] = grads.pop(key) + grad if key in grads else grad"),
-    ("08_losses", "cross-entropy with the one-hot rows set by index",
-     "one_hot = np.eye(logits.shape[1], dtype=logits.dtype)[labels]",
-     "one_hot = np.zeros(logits.shape, dtype=logits.dtype)\n        one_hot[np.arange(len(labels)), labels] = 1"),
+    (
+        "04_elementwise",
+        "unbroadcast one axis at a time",
+        "extra = grad.ndim - len(shape)\n    if extra > 0:\n        grad = grad.sum(axis=tuple(range(extra)))\n"
+        "    stretched = tuple(axis for axis, n in enumerate(shape) if n == 1 and grad.shape[axis] != 1)\n"
+        "    if stretched:\n        grad = grad.sum(axis=stretched, keepdims=True)",
+        "while grad.ndim > len(shape):\n        grad = grad.sum(axis=0)\n    for axis, n in enumerate(shape):\n"
+        "        if n == 1 and grad.shape[axis] != 1:\n            grad = grad.sum(axis=axis, keepdims=True)",
+    ),
+    (
+        "07_activations",
+        "sigmoid recomputed from the saved input",
+        "return (grad_output * s * (1 - s),)",
+        "(x,) = self.saved_tensors\n        s = Tensor(_stable_sigmoid(x.data))\n        return (grad_output * s * (1 - s),)",
+    ),
+    (
+        "07_activations",
+        "softmax backward as the explicit Jacobian-vector product",
+        "return (s * (grad_output - (grad_output * s).sum(axis=self.axis, keepdims=True)),)",
+        "s_last = np.moveaxis(s.data, self.axis, -1)\n"
+        "        g_last = np.moveaxis(grad_output.data, self.axis, -1)\n"
+        "        jacobian = s_last[..., :, None] * (np.eye(s_last.shape[-1]) - s_last[..., None, :])   # ds_i/dx_j\n"
+        "        grad = np.einsum('...ij,...i->...j', jacobian, g_last)\n"
+        "        return (Tensor(np.moveaxis(grad, -1, self.axis)),)",
+    ),
+    (
+        "07_activations",
+        "ReLU mask built with np.where",
+        "return (grad_output * (x.data > 0),)",
+        "return (grad_output * np.where(x.data > 0, 1.0, 0.0),)",
+    ),
+    (
+        "06_autograd",
+        "topological order by Kahn's algorithm (in-degrees)",
+        "while stack:\n        tensor, expanded = stack.pop()\n        if expanded:\n            order.append(tensor)\n"
+        "            continue\n        if id(tensor) in visited:\n            continue\n        visited.add(id(tensor))\n"
+        "        stack.append((tensor, True))\n        stack.extend((t, False) for t in inputs_of(tensor) if id(t) not in visited)",
+        "nodes, todo = {id(root): root}, [root]\n    while todo:\n        for t in inputs_of(todo.pop()):\n"
+        "            if id(t) not in nodes:\n                nodes[id(t)] = t\n                todo.append(t)\n"
+        "    indegree = dict.fromkeys(nodes, 0)\n    for t in nodes.values():\n        for inp in inputs_of(t):\n"
+        "            indegree[id(inp)] += 1\n    ready = [root]\n    while ready:\n        t = ready.pop()\n"
+        "        order.insert(0, t)   # inputs first, as the reversal below expects\n        for inp in inputs_of(t):\n"
+        "            indegree[id(inp)] -= 1\n            if indegree[id(inp)] == 0:\n                ready.append(inp)",
+    ),
+    (
+        "06_autograd",
+        "accumulate by popping the earlier gradient",
+        "grads[key] = grad if key not in grads else grads[key] + grad",
+        "grads[key] = grads.pop(key) + grad if key in grads else grad",
+    ),
+    (
+        "08_losses",
+        "cross-entropy with the one-hot rows set by index",
+        "one_hot = np.eye(logits.shape[1], dtype=logits.dtype)[labels]",
+        "one_hot = np.zeros(logits.shape, dtype=logits.dtype)\n        one_hot[np.arange(len(labels)), labels] = 1",
+    ),
 ]
 
 
 def mutate(old, new):
     "An edit for demo.solved(): replace `old` by `new` in the solution cell that holds it."
+
     def edit(grade_id, code):
         return code.replace(old, new) if old in code else code
+
     return edit
 
 
@@ -219,7 +552,9 @@ def graded_mutants(kit, tmp_path_factory):
     for number, (notebook, _, old, new) in enumerate(ALTERNATIVES):
         source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
         answers = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")]
-        assert sum(a.count(old) for a in answers) == 1, f"alternative {number}: {old!r} must occur once in the solutions"
+        assert sum(a.count(old) for a in answers) == 1, (
+            f"alternative {number}: {old!r} must occur once in the solutions"
+        )
         nb = solved(read_notebook(kit / notebook / f"{notebook}.ipynb"), source, edit=mutate(old, new))
         write_notebook(nb, root / "submissions" / f"correct{number:02d}" / notebook / f"{notebook}.ipynb")
     result = run_cli("autograde", root / "submissions", "--out", root / "grades")
@@ -265,5 +600,6 @@ def test_student_bugs_cover_every_rule():
 
 def test_at_least_two_mutants_per_rule():
     from collections import Counter
+
     counts = Counter(rule for _, rule, *_ in MUTANTS)
     assert min(counts.values()) >= 2 and len(counts) >= 25, counts

@@ -1,4 +1,5 @@
 """The pictures of notebooks 03 and 06: what they draw, read back from the matplotlib figures."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -73,12 +74,14 @@ def test_plot_gradient_check_reports_a_wrongly_shaped_gradient():
     class Unreduced(Function):
         def apply(self, grad_output):
             return grad_output * self.saved_tensors[1], grad_output * self.saved_tensors[0]
+
     with pytest.raises(GradcheckError, match="broadcast"):
         plot_gradient_check(Unreduced, np.multiply, [np.ones((2, 3)), np.ones(3)])
 
 
 def test_progress_bars_are_silent_when_not_in_a_terminal(monkeypatch, capsys):
     from tinytorch.core.training import progress
+
     monkeypatch.delenv("TINYTORCH_QUIET", raising=False)
     assert list(progress(range(3), desc="training")) == [0, 1, 2]
     assert "training" not in capsys.readouterr().err, "stderr is not a terminal here: no bar"

@@ -5,6 +5,7 @@ The class is graded twice at the same time: once by this process's user (root on
 unprivileged user (`TINYTORCH_REDTEAM_USER`, which .ci/run creates), each into its own folder; both tables must be
 exactly as expected. Then the same class is graded again by a run killed halfway and restarted (same table), and
 again after a hidden test was changed (only that test's scores change)."""
+
 import csv
 import glob
 import json
@@ -30,14 +31,16 @@ pytestmark = pytest.mark.slow
 SANDBOX = problem() is None
 OTHER_USER = os.environ.get("TINYTORCH_REDTEAM_USER")
 OPTIONS = ["--cell-timeout", "10", "--notebook-timeout", "120"]
-NEW_ATTACKS = ["axel", "bea", "cole", "dora"]          # on the grader's process and its checks
-SANDBOX_ATTACKS = ["fay", "gus", "hal", "iris"]        # on the machine: files, processes, network
+NEW_ATTACKS = ["axel", "bea", "cole", "dora"]  # on the grader's process and its checks
+SANDBOX_ATTACKS = ["fay", "gus", "hal", "iris"]  # on the machine: files, processes, network
 
 
 def read_rows(grades):
     with open(Path(grades) / "grades.csv") as f:
-        return [Row(r["student"], r["assignment"], r["notebook"], float(r["score"]), float(r["max_score"]), r["note"])
-                for r in csv.DictReader(f)]
+        return [
+            Row(r["student"], r["assignment"], r["notebook"], float(r["score"]), float(r["max_score"]), r["note"])
+            for r in csv.DictReader(f)
+        ]
 
 
 class Listener:
@@ -83,10 +86,14 @@ def graded_class(kit, tmp_path_factory):
         other_root = Path(tempfile_for(OTHER_USER))
         shutil.copytree(root / "submissions", other_root / "submissions")
         subprocess.run(["chown", "-R", OTHER_USER, str(other_root)], check=True)
-        other = subprocess.Popen(other_user_command(["autograde", other_root / "submissions", "--out",
-                                                     other_root / "grades", *OPTIONS]),
-                                 cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(other_root)),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        other = subprocess.Popen(
+            other_user_command(["autograde", other_root / "submissions", "--out", other_root / "grades", *OPTIONS]),
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(other_root)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     started = time.time()
     result = run_cli("autograde", root / "submissions", "--out", root / "grades", *OPTIONS)
     seconds = time.time() - started
@@ -98,13 +105,21 @@ def graded_class(kit, tmp_path_factory):
     time.sleep(1)
     listener.close()
     leftovers = set(glob.glob("/tmp/*")) - temp_before
-    return {"root": root, "expected": expected, "result": result, "rows": read_rows(root / "grades"),
-            "seconds": seconds, "other_rows": other_rows, "connections": listener.connections,
-            "leftovers": leftovers}
+    return {
+        "root": root,
+        "expected": expected,
+        "result": result,
+        "rows": read_rows(root / "grades"),
+        "seconds": seconds,
+        "other_rows": other_rows,
+        "connections": listener.connections,
+        "leftovers": leftovers,
+    }
 
 
 def tempfile_for(user):
     import tempfile
+
     folder = tempfile.mkdtemp(prefix="redteam-other-")
     os.chmod(folder, 0o755)
     return folder
@@ -135,7 +150,7 @@ def test_bad_files_are_named_in_the_table_and_cost_no_one_else(graded_class, stu
 
 @pytest.mark.parametrize("student", ["vic", "wes", "xena", "yuri", "zoe"])
 def test_patching_what_the_tests_rely_on_earns_nothing(graded_class, student):
-    "Scratch cells patching check_backward and np.allclose; patched checkers on import and during a test; a "
+    "Scratch cells patching check_backward and np.allclose; patched checkers on import and during a test; a"
     "replaced builtin; Tensor.backward replaced in notebook 07."
     check(graded_class, student)
 
@@ -149,7 +164,7 @@ def test_attacking_the_grader_process_earns_nothing(graded_class, student):
 @pytest.mark.skipif(not SANDBOX, reason="the sandbox (bubblewrap) cannot run here")
 @pytest.mark.parametrize("student", sorted(NEEDS_SANDBOX))
 def test_attacking_the_machine_earns_nothing(graded_class, student):
-    "The answer key by path, the instructor's files, the grades; the runner's files, symlinks and .pth files, "
+    "The answer key by path, the instructor's files, the grades; the runner's files, symlinks and .pth files,"
     "daemons that outlive the job, the network and /proc."
     check(graded_class, student)
 
@@ -175,7 +190,8 @@ def test_nothing_survives_the_job_or_leaves_the_sandbox(graded_class):
     assert not alive, f"hal's daemons survived the job: pids {alive}"
     assert graded_class["connections"] == 0, "iris reached a server on the grading machine"
     assert not os.path.exists("/tmp/pwned") and not any(
-        glob.glob(os.path.join(p, "zz-redteam.pth")) for p in __import__("site").getsitepackages())
+        glob.glob(os.path.join(p, "zz-redteam.pth")) for p in __import__("site").getsitepackages()
+    )
     assert not [p for p in graded_class["leftovers"] if "tinytorch" in p], graded_class["leftovers"]
 
 
@@ -205,8 +221,10 @@ def test_distribution_plot_and_gradebook_are_written(graded_class):
     book = json.loads((root / "grades" / "gradebook.json").read_text())
     assert book["carol"][ELEMENTWISE]["tests"]["mul_backward_hidden"]["score"] == 0
     graded = sum(1 for r in rows if r.max_score)
-    print(f"\nclass of {len(rows)}: {graded} notebooks graded in {seconds:.0f} s "
-          f"({graded / (seconds / 60):.1f} per minute, {os.cpu_count()} workers)")
+    print(
+        f"\nclass of {len(rows)}: {graded} notebooks graded in {seconds:.0f} s "
+        f"({graded / (seconds / 60):.1f} per minute, {os.cpu_count()} workers)"
+    )
 
 
 def test_killed_run_restarts_to_the_same_table(graded_class, tmp_path):
@@ -217,9 +235,13 @@ def test_killed_run_restarts_to_the_same_table(graded_class, tmp_path):
         shutil.copytree(root / "submissions" / student, subs / student)
     out = tmp_path / "grades"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    process = subprocess.Popen([sys.executable, "-m", "grading", "autograde", str(subs), "--out", str(out),
-                                "--workers", "1", *OPTIONS], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "grading", "autograde", str(subs), "--out", str(out), "--workers", "1", *OPTIONS],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 600
     while not list((out / "results").glob("*/*.json")) and time.time() < deadline:
         time.sleep(0.5)
@@ -229,8 +251,11 @@ def test_killed_run_restarts_to_the_same_table(graded_class, tmp_path):
     assert 1 <= finished < 5, "the kill must land halfway"
     again = run_cli("autograde", subs, "--out", out, *OPTIONS)
     assert f"{finished} submissions already graded" in again.stdout
-    uninterrupted = {(r.student, r.assignment): r.values() for r in rows if r.student in
-                     {"alice", "carol", "dan", "nick", "hank", "wes"}}
+    uninterrupted = {
+        (r.student, r.assignment): r.values()
+        for r in rows
+        if r.student in {"alice", "carol", "dan", "nick", "hank", "wes"}
+    }
     assert {(r.student, r.assignment): r.values() for r in read_rows(out)} == uninterrupted
 
 
@@ -246,7 +271,9 @@ def test_regrading_after_a_hidden_test_is_fixed_changes_only_that_test(graded_cl
     before = json.loads((out / "gradebook.json").read_text())
     path = tmp_path / "notebooks" / f"{ELEMENTWISE}.ipynb"
     nb = read_notebook(path)
-    (cell,) = [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "add_backward_hidden"]
+    (cell,) = [
+        c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "add_backward_hidden"
+    ]
     # the instructor "fixes" add_backward_hidden: it now also checks something every student gets wrong
     cell.source = cell.source.replace("### END HIDDEN TESTS", "assert False, 'a stricter check'\n### END HIDDEN TESTS")
     write_notebook(nb, path)
@@ -256,8 +283,9 @@ def test_regrading_after_a_hidden_test_is_fixed_changes_only_that_test(graded_cl
     for student in ["alice", "carol"]:
         old, new = before[student][ELEMENTWISE]["tests"], after[student][ELEMENTWISE]["tests"]
         assert new["add_backward_hidden"]["score"] == 0 < old["add_backward_hidden"]["score"]
-        assert {t: v for t, v in new.items() if t != "add_backward_hidden"} == \
-               {t: v for t, v in old.items() if t != "add_backward_hidden"}
+        assert {t: v for t, v in new.items() if t != "add_backward_hidden"} == {
+            t: v for t, v in old.items() if t != "add_backward_hidden"
+        }
 
 
 def test_the_verdict_is_the_graders_whatever_the_worker_says(graded_class):

@@ -1,4 +1,5 @@
 """release scans every file of the kit against the answers of every notebook, not only the notebook's own."""
+
 import json
 import os
 import shutil
@@ -13,31 +14,56 @@ from grading.errors import GradingError
 from grading.notebooks import course_notebooks
 from grading.release import answer_parts, find_leaks, is_answer, normalise, scan_for_solutions
 
-ANSWER = "return (grad_output * 2 * x,)"        # notebook 02's SquareBackward
+ANSWER = "return (grad_output * 2 * x,)"  # notebook 02's SquareBackward
 
 
-@pytest.mark.parametrize("line", ["return result", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "import numpy as np",
-                                  "from tinytorch.core.tensor import Tensor", "pass", "x", "    return out  ", "",
-                                  "# return (grad_output * 2 * x,)", "return None", "loss.backward()",
-                                  "(x,) = self.saved_tensors", "return (grad,)", "else:"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "return result",
+        "### END SOLUTION",
+        "### BEGIN HIDDEN TESTS",
+        "import numpy as np",
+        "from tinytorch.core.tensor import Tensor",
+        "pass",
+        "x",
+        "    return out  ",
+        "",
+        "# return (grad_output * 2 * x,)",
+        "return None",
+        "loss.backward()",
+        "(x,) = self.saved_tensors",
+        "return (grad,)",
+        "else:",
+    ],
+)
 def test_boilerplate_is_not_an_answer(line):
     assert not is_answer(line)
 
 
-@pytest.mark.parametrize("line", [ANSWER, "self.saved_tensors = tuple(tensors)", "grad[j] = (plus - minus) / (2 * eps)",
-                                  "return (grad_output * (x.data > 0),)", "grad_b = g.sum(axis=(0, 2, 3))"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        ANSWER,
+        "self.saved_tensors = tuple(tensors)",
+        "grad[j] = (plus - minus) / (2 * eps)",
+        "return (grad_output * (x.data > 0),)",
+        "grad_b = g.sum(axis=(0, 2, 3))",
+    ],
+)
 def test_specific_lines_are_answers(line):
     assert is_answer(line)
 
 
 def test_whitespace_does_not_hide_an_answer():
-    assert normalise("return (grad_output*2*x, )") == normalise("  return ( grad_output * 2 * x ,)") == \
-        normalise(ANSWER)
+    assert (
+        normalise("return (grad_output*2*x, )") == normalise("  return ( grad_output * 2 * x ,)") == normalise(ANSWER)
+    )
 
 
 def test_the_expression_of_an_answer_is_an_answer_too():
     assert answer_parts(ANSWER) == [ANSWER, "grad_output * 2 * x"]
-    assert "tuple(tensors)" not in answer_parts("self.saved_tensors = tuple(tensors)")     # too generic alone
+    assert "tuple(tensors)" not in answer_parts("self.saved_tensors = tuple(tensors)")  # too generic alone
     assert answer_parts("return result") == []
 
 
@@ -59,23 +85,35 @@ def test_find_leaks_in_another_notebook_and_in_a_test_message(tmp_path):
     test = {"grade_id": "square", "solution": False, "grade": True, "points": 1}
     square = "class SquareBackward:\n    def apply(self, grad_output):\n        (x,) = self.saved_tensors\n"
     message = ('assert ok, "grad_x should be grad_output*2*x"', test)
-    first = tiny_notebook(tmp_path / "source" / "02_a.ipynb",
-                          (f"{square}        ### BEGIN SOLUTION\n        {ANSWER}\n        return result\n"
-                           "        ### END SOLUTION", exercise), message)
-    later = tiny_notebook(tmp_path / "source" / "03_b.ipynb",
-                          ("def good(grad_output, x):\n    return (grad_output*2*x, )", given))
+    first = tiny_notebook(
+        tmp_path / "source" / "02_a.ipynb",
+        (
+            f"{square}        ### BEGIN SOLUTION\n        {ANSWER}\n        return result\n        ### END SOLUTION",
+            exercise,
+        ),
+        message,
+    )
+    later = tiny_notebook(
+        tmp_path / "source" / "03_b.ipynb", ("def good(grad_output, x):\n    return (grad_output*2*x, )", given)
+    )
     kit = tmp_path / "kit"
-    tiny_notebook(kit / "02_a.ipynb", (f"{square}        raise NotImplementedError()\n        return result", exercise),
-                  message)
+    tiny_notebook(
+        kit / "02_a.ipynb", (f"{square}        raise NotImplementedError()\n        return result", exercise), message
+    )
     shutil.copyfile(later, kit / "03_b.ipynb")
-    (kit / "README.md").write_text("Your function ends with: return result\n")          # boilerplate: not a leak
+    (kit / "README.md").write_text("Your function ends with: return result\n")  # boilerplate: not a leak
     notebooks = {"02_a": first, "03_b": later}
     leaks = [(f.name, where, secret.stem, secret.exercise) for f, where, line, secret in find_leaks(kit, notebooks)]
-    assert leaks == [("02_a.ipynb", "cell 2 (cell-1)", "02_a", "SquareBackward"),
-                     ("03_b.ipynb", "cell 1 (cell-0)", "02_a", "SquareBackward")]
-    (kit / "02_a.ipynb").unlink()          # the scan stops at the first leak: leave only the later notebook's
-    with pytest.raises(GradingError, match=r"^03_b\.ipynb, cell 1 \(cell-0\): 03_b gives away the answer to exercise "
-                                           r"SquareBackward of 02_a \('return \(grad_output \* 2 \* x,\)'\) in the line"):
+    assert leaks == [
+        ("02_a.ipynb", "cell 2 (cell-1)", "02_a", "SquareBackward"),
+        ("03_b.ipynb", "cell 1 (cell-0)", "02_a", "SquareBackward"),
+    ]
+    (kit / "02_a.ipynb").unlink()  # the scan stops at the first leak: leave only the later notebook's
+    with pytest.raises(
+        GradingError,
+        match=r"^03_b\.ipynb, cell 1 \(cell-0\): 03_b gives away the answer to exercise "
+        r"SquareBackward of 02_a \('return \(grad_output \* 2 \* x,\)'\) in the line",
+    ):
         scan_for_solutions(kit, notebooks)
 
 
@@ -107,14 +145,23 @@ def plant(path, cell_id, line):
 
 def release_in(root, out):
     env = dict(os.environ, PYTHONPATH=str(root))
-    return subprocess.run([sys.executable, "-m", "grading", "release", "--out", str(out)], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "grading", "release", "--out", str(out)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
-@pytest.mark.parametrize("cell_id, line", [
-    ("c03-018", f"def also_good(grad_output, x):\n    {ANSWER}"),                    # given code
-    ("c03-015", 'assert True, "GoodSquare: grad_x should be grad_output * 2 * x"'),  # a test's message
-])
+@pytest.mark.parametrize(
+    "cell_id, line",
+    [
+        ("c03-018", f"def also_good(grad_output, x):\n    {ANSWER}"),  # given code
+        ("c03-015", 'assert True, "GoodSquare: grad_x should be grad_output * 2 * x"'),  # a test's message
+    ],
+)
 def test_an_earlier_answer_planted_in_a_later_notebook_stops_the_release(tmp_path, cell_id, line):
     root = course_copy(tmp_path, ["02_function", "03_gradcheck"])
     plant(root / "notebooks" / "03_gradcheck.ipynb", cell_id, line)

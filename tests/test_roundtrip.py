@@ -1,5 +1,6 @@
 """Release, submit, autograde: full marks for solutions, zero for the untouched release, one wrong answer costs
 exactly its exercise's points, and the kit never contains solution code."""
+
 import csv
 
 import nbformat
@@ -11,8 +12,10 @@ from grading.notebooks import read_notebook, solution_lines, write_notebook
 
 pytestmark = pytest.mark.slow  # releases the kit and autogrades it
 
-WRONG_MUL = ("unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
-             "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)")
+WRONG_MUL = (
+    "unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+    "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +72,11 @@ def test_feedback_names_the_wrong_rule_but_hides_hidden_tests(graded):
 
 
 def test_kit_has_no_solution_code(kit):
-    secret = [line for line in solution_lines(read_notebook(p) for p in sorted((REPO / "notebooks").glob("*.ipynb")))
-              if len(line) > 12]
+    secret = [
+        line
+        for line in solution_lines(read_notebook(p) for p in sorted((REPO / "notebooks").glob("*.ipynb")))
+        if len(line) > 12
+    ]
     assert len(secret) > 100
     for file in (p for p in kit.rglob("*") if p.is_file()):
         try:
@@ -90,6 +96,7 @@ def test_kit_layout_and_its_own_package(kit):
 
 def test_student_who_fills_a_cell_and_reexports_gets_their_code(kit, tmp_path):
     import shutil
+
     mine = tmp_path / "kit"
     shutil.copytree(kit, mine)
     path = mine / "04_elementwise" / "04_elementwise.ipynb"
@@ -104,7 +111,10 @@ def test_student_who_fills_a_cell_and_reexports_gets_their_code(kit, tmp_path):
 def test_check_reports_each_visible_test(kit):
     untouched = run_cli("check", kit / "02_function" / "02_function.ipynb")
     assert untouched.returncode == 1
-    assert "FAIL    function_base (1 point): NotImplementedError: Exercise Function in 02_function.ipynb" in untouched.stdout
+    assert (
+        "FAIL    function_base (1 point): NotImplementedError: Exercise Function in 02_function.ipynb"
+        in untouched.stdout
+    )
     assert "HIDDEN  square_backward_hidden" in untouched.stdout and "0 passed, 3 failed (1 hidden" in untouched.stdout
     solution = run_cli("check", REPO / "notebooks" / "02_function.ipynb")
     assert solution.returncode == 0 and "4 passed, 0 failed" in solution.stdout, solution.stdout

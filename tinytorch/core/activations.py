@@ -6,8 +6,9 @@ __all__ = ['relu', 'sigmoid', 'tanh', 'softmax', 'log_softmax', 'ReLUBackward', 
 
 # %% ../../notebooks/07_activations.ipynb #c07-002
 import numpy as np
-from .tensor import Tensor
+
 from .function import Function, attach
+from .tensor import Tensor
 
 # %% ../../notebooks/07_activations.ipynb #c07-005
 def _stable_sigmoid(x):
@@ -51,6 +52,7 @@ def log_softmax(x, axis=-1):
 # %% ../../notebooks/07_activations.ipynb #c07-007
 class ReLUBackward(Function):
     "out = max(x, 0):  grad_x = g * (x > 0)"
+
     def apply(self, grad_output):
         (x,) = self.saved_tensors
         ### BEGIN SOLUTION
@@ -60,6 +62,7 @@ class ReLUBackward(Function):
 # %% ../../notebooks/07_activations.ipynb #c07-011
 class SigmoidBackward(Function):
     "out = σ(x):  grad_x = g * out * (1 - out)"
+
     def __init__(self, x, output):
         super().__init__(x)
         self.output = output
@@ -73,6 +76,7 @@ class SigmoidBackward(Function):
 
 class TanhBackward(Function):
     "out = tanh(x):  grad_x = g * (1 - out²)"
+
     def __init__(self, x, output):
         super().__init__(x)
         self.output = output
@@ -86,6 +90,7 @@ class TanhBackward(Function):
 # %% ../../notebooks/07_activations.ipynb #c07-017
 class SoftmaxBackward(Function):
     "s = softmax(x):  grad_x = s * (g - Σ g·s)"
+
     def __init__(self, x, output, axis=-1):
         super().__init__(x)
         self.output, self.axis = output, axis
@@ -99,6 +104,7 @@ class SoftmaxBackward(Function):
 
 class LogSoftmaxBackward(Function):
     "out = log_softmax(x):  grad_x = g - softmax(x) * Σ g"
+
     def __init__(self, x, output, axis=-1):
         super().__init__(x)
         self.output, self.axis = output, axis

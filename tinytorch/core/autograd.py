@@ -6,47 +6,75 @@ __all__ = ['TRACKED', 'inputs_of', 'topological_order', 'accumulate', 'run_backw
 
 # %% ../../notebooks/06_autograd.ipynb #c06-002
 import numpy as np
+
+from tinytorch.core.elementwise import (
+    AddBackward,
+    DivBackward,
+    ExpBackward,
+    LogBackward,
+    MulBackward,
+    NegBackward,
+    PowBackward,
+    SubBackward,
+)
+from .function import Function, attach, is_grad_enabled, no_grad, set_grad_enabled
+from tinytorch.core.reductions import (
+    IndexBackward,
+    MatmulBackward,
+    MeanBackward,
+    ReshapeBackward,
+    SumBackward,
+    TransposeBackward,
+)
 from .tensor import Tensor, as_tuple
-from .function import Function, attach, no_grad, set_grad_enabled, is_grad_enabled
-from .elementwise import (AddBackward, SubBackward, MulBackward, DivBackward, NegBackward,
-                                        PowBackward, ExpBackward, LogBackward)
-from .reductions import (MatmulBackward, SumBackward, MeanBackward, ReshapeBackward,
-                                       TransposeBackward, IndexBackward)
 
 # %% ../../notebooks/06_autograd.ipynb #c06-004
-_PLAIN = {}   # the plain Tensor methods, captured once, before patching
+_PLAIN = {}  # the plain Tensor methods, captured once, before patching
+
 
 def _binary(name, function_cls):
     def tracked(self, other):
         other = Tensor._lift(other)
         return attach(_PLAIN[name](self, other), function_cls, self, other)
+
     return tracked
 
 
-def _tracked_neg(self): return attach(_PLAIN["__neg__"](self), NegBackward, self)
-def _tracked_log(self): return attach(_PLAIN["log"](self), LogBackward, self)
+def _tracked_neg(self):
+    return attach(_PLAIN["__neg__"](self), NegBackward, self)
+
+
+def _tracked_log(self):
+    return attach(_PLAIN["log"](self), LogBackward, self)
+
 
 def _tracked_exp(self):
     out = _PLAIN["exp"](self)
     return attach(out, ExpBackward, self, output=out)
 
+
 def _tracked_pow(self, exponent):
     return attach(_PLAIN["__pow__"](self, exponent), PowBackward, self, exponent=exponent)
 
+
 def _tracked_sum(self, axis=None, keepdims=False):
     return attach(_PLAIN["sum"](self, axis, keepdims), SumBackward, self, axis=axis, keepdims=keepdims)
+
 
 def _tracked_mean(self, axis=None, keepdims=False):
     with no_grad():
         out = _PLAIN["mean"](self, axis, keepdims)
     return attach(out, MeanBackward, self, axis=axis, keepdims=keepdims)
 
+
 def _tracked_reshape(self, *shape):
     return attach(_PLAIN["reshape"](self, *shape), ReshapeBackward, self)
+
 
 def _tracked_transpose(self, *axes):
     axes = as_tuple(axes)
     return attach(_PLAIN["transpose"](self, *axes), TransposeBackward, self, axes=axes)
+
 
 def _tracked_getitem(self, index):
     if isinstance(index, Tensor):
@@ -57,7 +85,7 @@ def _tracked_getitem(self, index):
 def _init(self, data, dtype=None, requires_grad=False):
     _PLAIN["__init__"](self, data, dtype)
     if requires_grad and not np.issubdtype(self.data.dtype, np.floating):
-        self.data = self.data.astype(np.float64)   # gradients need floating point numbers
+        self.data = self.data.astype(np.float64)  # gradients need floating point numbers
     self.requires_grad = requires_grad
     self.grad = None
     self._grad_fn = None
@@ -71,13 +99,22 @@ def _repr(self):
 
 
 TRACKED = {
-    "__init__": _init, "__repr__": _repr,
-    "__add__": _binary("__add__", AddBackward), "__sub__": _binary("__sub__", SubBackward),
-    "__mul__": _binary("__mul__", MulBackward), "__truediv__": _binary("__truediv__", DivBackward),
+    "__init__": _init,
+    "__repr__": _repr,
+    "__add__": _binary("__add__", AddBackward),
+    "__sub__": _binary("__sub__", SubBackward),
+    "__mul__": _binary("__mul__", MulBackward),
+    "__truediv__": _binary("__truediv__", DivBackward),
     "__matmul__": _binary("__matmul__", MatmulBackward),
-    "__neg__": _tracked_neg, "__pow__": _tracked_pow, "exp": _tracked_exp, "log": _tracked_log,
-    "sum": _tracked_sum, "mean": _tracked_mean, "reshape": _tracked_reshape,
-    "transpose": _tracked_transpose, "__getitem__": _tracked_getitem,
+    "__neg__": _tracked_neg,
+    "__pow__": _tracked_pow,
+    "exp": _tracked_exp,
+    "log": _tracked_log,
+    "sum": _tracked_sum,
+    "mean": _tracked_mean,
+    "reshape": _tracked_reshape,
+    "transpose": _tracked_transpose,
+    "__getitem__": _tracked_getitem,
 }
 
 # %% ../../notebooks/06_autograd.ipynb #c06-006
@@ -121,12 +158,15 @@ def _seed_gradient(root, grad_output):
             raise RuntimeError(
                 f"backward() without a gradient needs a single number, but this tensor has shape {root.shape}. "
                 "Reduce it to a scalar first (out.sum() or out.mean()), or pass the gradient of the result: "
-                "out.backward(Tensor(np.ones(out.shape))).")
+                "out.backward(Tensor(np.ones(out.shape)))."
+            )
         return Tensor(np.ones(root.shape, dtype=root.dtype))
     grad_output = Tensor(np.array(Tensor._lift(grad_output).data, dtype=root.dtype))
     if grad_output.shape != root.shape:
-        raise ValueError(f"backward(grad_output): grad_output has shape {grad_output.shape}, "
-                         f"but the tensor has shape {root.shape}; they must match.")
+        raise ValueError(
+            f"backward(grad_output): grad_output has shape {grad_output.shape}, "
+            f"but the tensor has shape {root.shape}; they must match."
+        )
     return grad_output
 
 
@@ -135,36 +175,42 @@ def _call_rule(function, grad, create_graph):
     if function.saved_tensors is None:
         raise RuntimeError(
             f"Trying to run backward through {name} a second time, but its graph was freed by the first backward(). "
-            "Call the first backward(retain_graph=True) if you need to go through the graph twice.")
+            "Call the first backward(retain_graph=True) if you need to go through the graph twice."
+        )
     if create_graph and not function.twice_differentiable:
-        raise RuntimeError(f"{name} computes its gradient with raw NumPy, so it cannot be differentiated again: "
-                           "create_graph=True is not supported through it.")
+        raise RuntimeError(
+            f"{name} computes its gradient with raw NumPy, so it cannot be differentiated again: "
+            "create_graph=True is not supported through it."
+        )
     grads = function.apply(grad)
     if not isinstance(grads, (tuple, list)) or len(grads) != len(function.saved_tensors):
-        raise RuntimeError(f"{name}.apply must return a tuple with one gradient per saved tensor "
-                           f"({len(function.saved_tensors)}); it returned {grads!r:.100}")
+        raise RuntimeError(
+            f"{name}.apply must return a tuple with one gradient per saved tensor "
+            f"({len(function.saved_tensors)}); it returned {grads!r:.100}"
+        )
     checked = []
     for i, (tensor, g) in enumerate(zip(function.saved_tensors, grads)):
         if g is not None and not isinstance(g, Tensor):
             g = Tensor(g)
         if g is not None and isinstance(tensor, Tensor) and g.shape != tensor.shape:
-            raise RuntimeError(f"{name} returned a gradient of shape {g.shape} for input {i} of shape {tensor.shape}. "
-                               "A gradient has its input's shape: sum it over broadcast axes with unbroadcast.")
+            raise RuntimeError(
+                f"{name} returned a gradient of shape {g.shape} for input {i} of shape {tensor.shape}. "
+                "A gradient has its input's shape: sum it over broadcast axes with unbroadcast."
+            )
         checked.append(g)
     return checked
-
-
 
 # %% ../../notebooks/06_autograd.ipynb #c06-run
 def run_backward(root, grad_output=None, retain_graph=None, create_graph=False):
     "Backpropagate from `root`; return [(leaf, gradient)] for every leaf that requires a gradient."
     if retain_graph is None:
-        retain_graph = create_graph   # a differentiable gradient still points into the forward graph
+        retain_graph = create_graph  # a differentiable gradient still points into the forward graph
     if not getattr(root, "requires_grad", False):
         raise RuntimeError(
             "backward() was called on a tensor that does not require a gradient, so there is nothing to "
             "differentiate. Create the inputs you want gradients for with Tensor(..., requires_grad=True), "
-            "and do not compute the result inside no_grad().")
+            "and do not compute the result inside no_grad()."
+        )
     grads = {id(root): _seed_gradient(root, grad_output)}
     leaves = []
     with set_grad_enabled(create_graph):
@@ -253,6 +299,7 @@ def node_label(t):
 def draw_graph(root, ax=None):
     "Draw the computation graph of `root` with matplotlib; return the figure."
     import matplotlib.pyplot as plt
+
     order, edges = graph_edges(root)
     depth = _layers(order)
     columns = max(depth.values(), default=0) + 1
@@ -268,19 +315,31 @@ def draw_graph(root, ax=None):
             where[id(t)] = (columns - 1 - column, (len(tensors) - 1) / 2 - row)
     for inp, out in edges:
         (x0, y0), (x1, y1) = where[id(inp)], where[id(out)]
-        ax.annotate("", xy=(x1 - 0.3, y1), xytext=(x0 + 0.3, y0),
-                    arrowprops=dict(arrowstyle="->", color="grey", shrinkA=0, shrinkB=0))
+        ax.annotate(
+            "",
+            xy=(x1 - 0.3, y1),
+            xytext=(x0 + 0.3, y0),
+            arrowprops=dict(arrowstyle="->", color="grey", shrinkA=0, shrinkB=0),
+        )
         ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.08, str(inp.shape), ha="center", fontsize=8, color="dimgrey")
     for t in order:
         x, y = where[id(t)]
         leaf = t._grad_fn is None
-        ax.text(x, y, node_label(t), ha="center", va="center", fontsize=9,
-                bbox=dict(boxstyle="round", facecolor="#e8f0fe" if leaf else "#fff3d6",
-                          edgecolor="#4a7bd0" if leaf else "#d09a2c"))
+        ax.text(
+            x,
+            y,
+            node_label(t),
+            ha="center",
+            va="center",
+            fontsize=9,
+            bbox=dict(
+                boxstyle="round", facecolor="#e8f0fe" if leaf else "#fff3d6", edgecolor="#4a7bd0" if leaf else "#d09a2c"
+            ),
+        )
     x, y = where[id(root)]
     ax.annotate(f"output {root.shape}", xy=(x, y - 0.25), ha="center", va="top", fontsize=8)
     ax.set_xlim(-0.6, columns - 0.4)
     ax.set_ylim(-tallest / 2 - 0.3, tallest / 2 + 0.3)
     ax.axis("off")
-    plt.close(ax.figure)   # the notebook shows the returned figure once
+    plt.close(ax.figure)  # the notebook shows the returned figure once
     return ax.figure

@@ -7,9 +7,10 @@ __all__ = ['im2col', 'conv2d_forward', 'conv2d', 'col2im', 'Conv2dBackward', 'wi
 # %% ../../notebooks/12_conv.ipynb #c12-002
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from .tensor import Tensor
+
 from .function import Function, attach
 from .nn import Module
+from .tensor import Tensor
 
 # %% ../../notebooks/12_conv.ipynb #c12-005
 def _pad(x, padding):
@@ -18,7 +19,7 @@ def _pad(x, padding):
 
 def im2col(x, kh, kw):
     "All kh×kw windows of x (N, C, H, W) as rows: (N·H'·W', C·kh·kw), and the output size (H', W')."
-    windows = sliding_window_view(x, (kh, kw), axis=(2, 3))          # (N, C, H', W', kh, kw)
+    windows = sliding_window_view(x, (kh, kw), axis=(2, 3))  # (N, C, H', W', kh, kw)
     n, c, out_h, out_w = windows.shape[:4]
     rows = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * out_h * out_w, c * kh * kw)
     return rows, (out_h, out_w)
@@ -28,8 +29,9 @@ def conv2d_forward(x, w, b, padding=0):
     "NumPy convolution (cross-correlation, as in PyTorch) of x (N, C, H, W) with w (F, C, kh, kw)."
     f, c, kh, kw = w.shape
     if x.ndim != 4 or x.shape[1] != c:
-        raise ValueError(f"conv2d expects input (batch, {c}, height, width) for kernels of shape {w.shape}; "
-                         f"got {x.shape}.")
+        raise ValueError(
+            f"conv2d expects input (batch, {c}, height, width) for kernels of shape {w.shape}; got {x.shape}."
+        )
     rows, (out_h, out_w) = im2col(_pad(x, padding), kh, kw)
     out = rows @ w.reshape(f, -1).T + (0 if b is None else b)
     return out.reshape(x.shape[0], out_h, out_w, f).transpose(0, 3, 1, 2)
@@ -50,12 +52,13 @@ def col2im(grad_rows, x_shape, kh, kw, out_hw):
     grad_x = np.zeros(x_shape, dtype=grad_rows.dtype)
     for i in range(kh):
         for j in range(kw):
-            grad_x[:, :, i:i + out_h, j:j + out_w] += grad_windows[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+            grad_x[:, :, i : i + out_h, j : j + out_w] += grad_windows[:, :, :, :, i, j].transpose(0, 3, 1, 2)
     return grad_x
 
 
 class Conv2dBackward(Function):
     "out = conv2d(x, w, b):  grad_w = gᵀ @ im2col(x),  grad_x = col2im(g @ w),  grad_b = Σ g"
+
     twice_differentiable = False
 
     def __init__(self, x, weight, bias=None, padding=0):
@@ -75,7 +78,7 @@ class Conv2dBackward(Function):
         grad_b = g.sum(axis=(0, 2, 3))
         ### END SOLUTION
         p = self.padding
-        grad_x = grad_padded[:, :, p:padded.shape[2] - p, p:padded.shape[3] - p]
+        grad_x = grad_padded[:, :, p : padded.shape[2] - p, p : padded.shape[3] - p]
         grads = (Tensor(grad_x), Tensor(grad_w))
         return grads + (Tensor(grad_b),) if len(self.saved_tensors) == 3 else grads
 
@@ -104,6 +107,7 @@ def max_pool2d(x, kernel_size=2):
 
 class MaxPool2dBackward(Function):
     "out = max over each k×k window:  the gradient goes to the window's (first) maximum"
+
     twice_differentiable = False
 
     def __init__(self, x, kernel_size=2, argmax=None):
@@ -123,10 +127,13 @@ class MaxPool2dBackward(Function):
 # %% ../../notebooks/12_conv.ipynb #c12-016
 class Conv2d(Module):
     "A 2-D convolution layer with F kernels of size k×k."
+
     def __init__(self, in_channels, out_channels, kernel_size, padding=0, seed=None):
         rng, fan_in = np.random.default_rng(seed), in_channels * kernel_size * kernel_size
         bound = 1 / np.sqrt(fan_in)
-        self.weight = Tensor(rng.uniform(-bound, bound, (out_channels, in_channels, kernel_size, kernel_size)), requires_grad=True)
+        self.weight = Tensor(
+            rng.uniform(-bound, bound, (out_channels, in_channels, kernel_size, kernel_size)), requires_grad=True
+        )
         self.bias = Tensor(rng.uniform(-bound, bound, out_channels), requires_grad=True)
         self.padding = padding
 

@@ -6,8 +6,9 @@ __all__ = ['unbroadcast', 'AddBackward', 'SubBackward', 'MulBackward', 'DivBackw
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-002
 import numpy as np
-from .tensor import Tensor
+
 from .function import Function
+from .tensor import Tensor
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-004
 def unbroadcast(grad, shape):
@@ -25,6 +26,7 @@ def unbroadcast(grad, shape):
 # %% ../../notebooks/04_elementwise.ipynb #c04-007
 class AddBackward(Function):
     "out = a + b:  grad_a = g,  grad_b = g"
+
     def apply(self, grad_output):
         a, b = self.saved_tensors
         ### BEGIN SOLUTION
@@ -34,6 +36,7 @@ class AddBackward(Function):
 # %% ../../notebooks/04_elementwise.ipynb #c04-010
 class SubBackward(Function):
     "out = a - b:  grad_a = g,  grad_b = -g"
+
     def apply(self, grad_output):
         a, b = self.saved_tensors
         ### BEGIN SOLUTION
@@ -43,6 +46,7 @@ class SubBackward(Function):
 # %% ../../notebooks/04_elementwise.ipynb #c04-013
 class MulBackward(Function):
     "out = a * b:  grad_a = g * b,  grad_b = g * a"
+
     def apply(self, grad_output):
         a, b = self.saved_tensors
         ### BEGIN SOLUTION
@@ -52,6 +56,7 @@ class MulBackward(Function):
 # %% ../../notebooks/04_elementwise.ipynb #c04-016
 class DivBackward(Function):
     "out = a / b:  grad_a = g / b,  grad_b = -g * a / b**2"
+
     def apply(self, grad_output):
         a, b = self.saved_tensors
         ### BEGIN SOLUTION
@@ -61,6 +66,7 @@ class DivBackward(Function):
 # %% ../../notebooks/04_elementwise.ipynb #c04-019
 class NegBackward(Function):
     "out = -a:  grad_a = -g"
+
     def apply(self, grad_output):
         ### BEGIN SOLUTION
         return (-grad_output,)
@@ -69,6 +75,7 @@ class NegBackward(Function):
 # %% ../../notebooks/04_elementwise.ipynb #c04-022
 class PowBackward(Function):
     "out = a ** p for a fixed number p:  grad_a = g * p * a**(p-1)"
+
     def __init__(self, a, exponent):
         super().__init__(a)
         self.exponent = exponent
@@ -83,6 +90,7 @@ class PowBackward(Function):
 # %% ../../notebooks/04_elementwise.ipynb #c04-025
 class ExpBackward(Function):
     "out = exp(a):  grad_a = g * out  (the saved output)"
+
     def __init__(self, a, output):
         super().__init__(a)
         self.output = output
@@ -95,6 +103,7 @@ class ExpBackward(Function):
 # %% ../../notebooks/04_elementwise.ipynb #c04-028
 class LogBackward(Function):
     "out = log(a):  grad_a = g / a"
+
     def apply(self, grad_output):
         (a,) = self.saved_tensors
         ### BEGIN SOLUTION

@@ -5,10 +5,11 @@ __all__ = ['embedding', 'EmbeddingBackward', 'Embedding']
 
 # %% ../../notebooks/13_embedding.ipynb #c13-002
 import numpy as np
-from .tensor import Tensor
+
 from .function import Function, attach
-from .reductions import scatter_add
 from .nn import Module
+from .reductions import scatter_add
+from .tensor import Tensor
 
 # %% ../../notebooks/13_embedding.ipynb #c13-004
 def _token_ids(ids, num_embeddings):
@@ -16,7 +17,9 @@ def _token_ids(ids, num_embeddings):
     if ids.size and not np.issubdtype(ids.dtype, np.integer):
         raise TypeError(f"Embedding ids must be integers; got {ids.dtype}. Convert them with ids.astype(int).")
     if ids.size and (ids.min() < 0 or ids.max() >= num_embeddings):
-        raise IndexError(f"Embedding ids must lie in 0..{num_embeddings - 1}; got values from {ids.min()} to {ids.max()}.")
+        raise IndexError(
+            f"Embedding ids must lie in 0..{num_embeddings - 1}; got values from {ids.min()} to {ids.max()}."
+        )
     return ids.astype(np.int64)
 
 
@@ -28,6 +31,7 @@ def embedding(weight, ids):
 # %% ../../notebooks/13_embedding.ipynb #c13-006
 class EmbeddingBackward(Function):
     "out = weight[ids]:  grad_weight = zeros with each g row added at its id (scatter-add)"
+
     def __init__(self, weight, ids):
         super().__init__(weight)
         self.ids = ids
@@ -41,6 +45,7 @@ class EmbeddingBackward(Function):
 
 class Embedding(Module):
     "A learnable table of `num_embeddings` vectors of size `dim`."
+
     def __init__(self, num_embeddings, dim, seed=None):
         rng = np.random.default_rng(seed)
         self.weight = Tensor(rng.normal(size=(num_embeddings, dim)), requires_grad=True)

@@ -4,14 +4,17 @@
 __all__ = ['Function', 'is_grad_enabled', 'set_grad_enabled', 'no_grad', 'requires_grad', 'attach']
 
 # %% ../../notebooks/02_function.ipynb #c02-002
-import numpy as np
 from contextlib import contextmanager
+
+import numpy as np
+
 from .tensor import Tensor
 
 # %% ../../notebooks/02_function.ipynb #c02-004
 class Function:
     "A backward rule: keeps what the forward pass saw, and maps grad_output to one gradient per input."
-    twice_differentiable = True   # False for rules computed with raw NumPy (see notebook 14)
+
+    twice_differentiable = True  # False for rules computed with raw NumPy (see notebook 14)
 
     def __init__(self, *tensors):
         ### BEGIN SOLUTION
@@ -20,7 +23,8 @@ class Function:
 
     def apply(self, grad_output):
         raise NotImplementedError(
-            f"{type(self).__name__}.apply(grad_output) is missing: a backward rule must return one gradient per saved tensor.")
+            f"{type(self).__name__}.apply(grad_output) is missing: a backward rule must return one gradient per saved tensor."
+        )
 
     def needs_grad(self, i):
         "Whether input i wants a gradient. Data (a batch of images, say) does not: a rule may skip that work."
@@ -38,6 +42,7 @@ class Function:
 
 # %% ../../notebooks/02_function.ipynb #c02-006
 _grad_enabled = True
+
 
 def is_grad_enabled():
     "True when operations record their backward Function."

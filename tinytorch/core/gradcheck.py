@@ -7,7 +7,9 @@ __all__ = ['IN_PLACE_HINT', 'FAST_SIZE', 'SHARED_GRADIENT_HINT', 'GradcheckError
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-002
 import inspect
+
 import numpy as np
+
 from .tensor import Tensor
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-005
@@ -18,8 +20,10 @@ class GradcheckError(AssertionError):
 def _as_number(result):
     data = result.data if isinstance(result, Tensor) else np.asarray(result)
     if data.size != 1:
-        raise ValueError(f"numerical_grad needs fn to return one number, but it returned shape {data.shape}; "
-                         "sum or average the result first.")
+        raise ValueError(
+            f"numerical_grad needs fn to return one number, but it returned shape {data.shape}; "
+            "sum or average the result first."
+        )
     return float(data.reshape(()))
 
 
@@ -60,13 +64,20 @@ def _was_broadcast(input_shape, grad_shape):
 def check_gradient_shape(label, analytic, shape):
     "Raise GradcheckError unless a gradient arrived with the input's shape; return it as a float64 array."
     if analytic is None:
-        raise GradcheckError(f"{label}: no gradient came back. Does the backward rule return a gradient for this input, "
-                             "and is the input connected to the output?")
+        raise GradcheckError(
+            f"{label}: no gradient came back. Does the backward rule return a gradient for this input, "
+            "and is the input connected to the output?"
+        )
     analytic = np.asarray(analytic.data if isinstance(analytic, Tensor) else analytic, dtype=np.float64)
     if analytic.shape != tuple(shape):
-        hint = (" The gradient was not reduced over the broadcast axes: sum it back to the input's shape (unbroadcast)."
-                if _was_broadcast(shape, analytic.shape) else "")
-        raise GradcheckError(f"{label}: the gradient has shape {analytic.shape} but the input has shape {tuple(shape)}.{hint}")
+        hint = (
+            " The gradient was not reduced over the broadcast axes: sum it back to the input's shape (unbroadcast)."
+            if _was_broadcast(shape, analytic.shape)
+            else ""
+        )
+        raise GradcheckError(
+            f"{label}: the gradient has shape {analytic.shape} but the input has shape {tuple(shape)}.{hint}"
+        )
     return analytic
 
 
@@ -80,9 +91,11 @@ def compare_gradient(label, analytic, numeric, atol=1e-5, rtol=1e-3):
     if excess.size == 0 or excess.max() <= 0:
         return True
     worst = np.unravel_index(int(np.argmax(excess)), shape) if shape else ()
-    raise GradcheckError(f"{label}: wrong gradient at index {tuple(int(i) for i in worst)}: "
-                         f"analytic {analytic[worst]:.6g}, numerical {numeric[worst]:.6g} "
-                         f"(tolerance atol={atol:g}, rtol={rtol:g}).")
+    raise GradcheckError(
+        f"{label}: wrong gradient at index {tuple(int(i) for i in worst)}: "
+        f"analytic {analytic[worst]:.6g}, numerical {numeric[worst]:.6g} "
+        f"(tolerance atol={atol:g}, rtol={rtol:g})."
+    )
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-009
 IN_PLACE_HINT = "compute a new array instead (grad_output * mask, not grad_output.data[...] = ... or +=)"
@@ -111,8 +124,10 @@ def _in_place_message(name, label):
         return f"{name}: your rule changed grad_output in place: {IN_PLACE_HINT}."
     if label == "output":
         return f"{name}: your rule changed its saved output in place: {IN_PLACE_HINT}."
-    return (f"{name}: your rule changed its saved input {label} in place: compute a new array instead; "
-            "the forward pass's tensors are shared with the rest of the graph.")
+    return (
+        f"{name}: your rule changed its saved input {label} in place: compute a new array instead; "
+        "the forward pass's tensors are shared with the rest of the graph."
+    )
 
 
 def _apply_read_only(function_cls, name, arrays, cotangent, output, options):
@@ -123,10 +138,11 @@ def _apply_read_only(function_cls, name, arrays, cotangent, output, options):
     def run(frozen=parts):
         def give(label, array):
             return _frozen(array) if label in frozen else np.array(array)
+
         tensors = [Tensor(give(i, a)) for i, a in enumerate(arrays)]
         for t in tensors:
             if np.issubdtype(t.dtype, np.floating):
-                t.requires_grad = True     # so that needs_grad(i) asks for every gradient we check
+                t.requires_grad = True  # so that needs_grad(i) asks for every gradient we check
         extras = {"output": Tensor(give("output", output))} if output is not None else {}
         grad_output = Tensor(give("grad_output", cotangent))
         grads = function_cls(*tensors, **options, **extras).apply(grad_output)
@@ -162,8 +178,10 @@ def backward_and_numeric(function_cls, forward, inputs, eps=1e-6, seed=0, **opti
     saved_output = output.astype(dtype) if "output" in inspect.signature(function_cls).parameters else None
     grads = _apply_read_only(function_cls, name, given, cotangent.astype(dtype), saved_output, options)
     if not isinstance(grads, (tuple, list)) or len(grads) != len(arrays):
-        raise GradcheckError(f"{name}.apply must return a tuple with one gradient per input ({len(arrays)}), "
-                             f"but it returned {type(grads).__name__} {grads!r:.80}")
+        raise GradcheckError(
+            f"{name}.apply must return a tuple with one gradient per input ({len(arrays)}), "
+            f"but it returned {type(grads).__name__} {grads!r:.80}"
+        )
     numeric = numerical_grad(lambda *xs: np.sum(forward(*xs, **options) * cotangent), arrays, eps, wrt)
     return name, arrays, wrt, grads, numeric
 
@@ -172,9 +190,11 @@ def check_dtype(label, analytic, dtype):
     "Raise GradcheckError unless the gradient has its input's floating dtype (float32 stays float32)."
     found = getattr(analytic.data if isinstance(analytic, Tensor) else analytic, "dtype", None)
     if found is not None and np.issubdtype(found, np.floating) and found != dtype:
-        raise GradcheckError(f"{label}: the input is {np.dtype(dtype)} but its gradient is {np.dtype(found)}: a gradient "
-                             "keeps its input's dtype. A float64 constant array (np.ones(shape), np.eye(n)) promotes it; "
-                             "give it the dtype of the tensor (np.ones(shape, dtype=x.dtype)).")
+        raise GradcheckError(
+            f"{label}: the input is {np.dtype(dtype)} but its gradient is {np.dtype(found)}: a gradient "
+            "keeps its input's dtype. A float64 constant array (np.ones(shape), np.eye(n)) promotes it; "
+            "give it the dtype of the tensor (np.ones(shape, dtype=x.dtype))."
+        )
 
 
 def check_backward(function_cls, forward, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, **options):
@@ -188,8 +208,10 @@ def check_backward(function_cls, forward, inputs, eps=1e-6, atol=1e-5, rtol=1e-3
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-011
 FAST_SIZE = 2000
-SHARED_GRADIENT_HINT = ("one gradient object can reach two places (x + x, or a + b, hand the same grad_output to both "
-                        "inputs), so an in-place += changes the other path's gradient too: add with grads[key] + grad")
+SHARED_GRADIENT_HINT = (
+    "one gradient object can reach two places (x + x, or a + b, hand the same grad_output to both "
+    "inputs), so an in-place += changes the other path's gradient too: add with grads[key] + grad"
+)
 
 
 def _graph_functions(root):
@@ -207,6 +229,7 @@ def _graph_functions(root):
 
 class _ReadOnly:
     "Makes arrays read-only for the duration of one backward pass and gives them back writeable afterwards."
+
     def __init__(self):
         self.arrays, self.functions = [], []
 
@@ -238,19 +261,20 @@ class _ReadOnly:
             for g in grads if isinstance(grads, (tuple, list)) else ():
                 self.freeze(g)
             return grads
+
         self.functions.append((function, vars(function).get("apply")))
         function.apply = read_only_apply
 
     def release(self):
         for function, own in self.functions:
             if own is None:
-                del function.apply      # the class's apply again
+                del function.apply  # the class's apply again
             else:
                 function.apply = own
         for array in reversed(self.arrays):
             try:
                 array.flags.writeable = True
-            except ValueError:      # a view of an array that is itself read-only
+            except ValueError:  # a view of an array that is itself read-only
                 pass
 
 
@@ -264,8 +288,10 @@ def _backward_read_only(output, cotangent):
     except ValueError as error:
         if "read-only" not in str(error):
             raise
-        raise GradcheckError("backward() changed a gradient in place outside the backward rules (in accumulate or the "
-                             f"backward loop): {SHARED_GRADIENT_HINT}; compute a new array instead.") from error
+        raise GradcheckError(
+            "backward() changed a gradient in place outside the backward rules (in accumulate or the "
+            f"backward loop): {SHARED_GRADIENT_HINT}; compute a new array instead."
+        ) from error
     finally:
         guard.release()
 
@@ -292,8 +318,10 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast=None, seed=0):
             t.grad = grad
     for i in checked:
         if not np.array_equal(inputs[i].data, arrays[i], equal_nan=True):
-            raise GradcheckError(f"input {i} (shape {arrays[i].shape}) was changed by backward(): a backward rule "
-                                 "changed its saved input in place; compute a new array instead.")
+            raise GradcheckError(
+                f"input {i} (shape {arrays[i].shape}) was changed by backward(): a backward rule "
+                "changed its saved input in place; compute a new array instead."
+            )
 
     def projected(*xs):
         return np.sum(fn(*[Tensor(x) for x in xs]).data * cotangent)
@@ -312,19 +340,28 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast=None, seed=0):
         grad = check_gradient_shape(label, analytic[i], arrays[i].shape)
         check_dtype(label, analytic[i], inputs[i].data.dtype)
         direction = rng.normal(size=arrays[i].shape)
+
         def along(step):
             moved = list(arrays)
             moved[i] = arrays[i] + step * direction
             return projected(*moved)
+
         numeric = (along(eps) - along(-eps)) / (2 * eps)
-        compare_gradient(label + " along a random direction (fast mode; call gradcheck(..., fast=False) "
-                         "on a smaller input to find the element)", np.sum(grad * direction), numeric, atol, rtol)
+        compare_gradient(
+            label + " along a random direction (fast mode; call gradcheck(..., fast=False) "
+            "on a smaller input to find the element)",
+            np.sum(grad * direction),
+            numeric,
+            atol,
+            rtol,
+        )
     return True
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-017
 def plot_gradient_check(function_cls, forward, inputs, eps=1e-6, seed=0, ax=None, **options):
     "Scatter each element's analytic gradient against its numerical one; a correct rule lies on the diagonal."
     import matplotlib.pyplot as plt
+
     name, arrays, wrt, grads, numeric = backward_and_numeric(function_cls, forward, inputs, eps, seed, **options)
     if ax is None:
         _, ax = plt.subplots(figsize=(4, 4))
@@ -339,5 +376,5 @@ def plot_gradient_check(function_cls, forward, inputs, eps=1e-6, seed=0, ax=None
     ax.set_ylabel(f"analytic gradient ({name}.apply)")
     ax.set_title(name)
     ax.legend(fontsize=8)
-    plt.close(ax.figure)   # the notebook shows the returned figure once
+    plt.close(ax.figure)  # the notebook shows the returned figure once
     return ax.figure

@@ -5,8 +5,9 @@ __all__ = ['hessian_vector_product']
 
 # %% ../../notebooks/14_higher_order.ipynb #c14-002
 import numpy as np
-from .tensor import Tensor
+
 from .autograd import grad
+from .tensor import Tensor
 
 # %% ../../notebooks/14_higher_order.ipynb #c14-007
 def hessian_vector_product(loss_fn, params, vectors):

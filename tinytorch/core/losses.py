@@ -6,12 +6,13 @@ __all__ = ['BCE_EPS', 'mse_loss', 'bce_loss', 'cross_entropy', 'MSEBackward', 'B
 
 # %% ../../notebooks/08_losses.ipynb #c08-002
 import numpy as np
-from .tensor import Tensor
+
+from .activations import _stable_log_softmax, softmax
 from .function import Function, attach
-from .activations import softmax, _stable_log_softmax
+from .tensor import Tensor
 
 # %% ../../notebooks/08_losses.ipynb #c08-005
-BCE_EPS = 1e-12   # probabilities are clipped to [eps, 1 - eps] so log never sees 0
+BCE_EPS = 1e-12  # probabilities are clipped to [eps, 1 - eps] so log never sees 0
 
 
 def _class_labels(targets, logits):
@@ -20,22 +21,28 @@ def _class_labels(targets, logits):
     if logits.ndim != 2:
         raise ValueError(f"cross_entropy needs logits of shape (batch, classes); got {logits.shape}.")
     if labels.shape != (logits.shape[0],):
-        raise ValueError(f"cross_entropy needs one class index per sample: targets of shape ({logits.shape[0]},); "
-                         f"got {labels.shape}. Pass class indices (e.g. [3, 0, 9]), not one-hot rows.")
+        raise ValueError(
+            f"cross_entropy needs one class index per sample: targets of shape ({logits.shape[0]},); "
+            f"got {labels.shape}. Pass class indices (e.g. [3, 0, 9]), not one-hot rows."
+        )
     if labels.size and not np.issubdtype(labels.dtype, np.integer):
         if not np.all(labels == np.round(labels)):
             raise ValueError("cross_entropy targets must be whole class indices.")
         labels = labels.astype(np.int64)
     if labels.size and (labels.min() < 0 or labels.max() >= logits.shape[1]):
-        raise ValueError(f"cross_entropy targets must lie in 0..{logits.shape[1] - 1} for {logits.shape[1]} classes; "
-                         f"got values from {labels.min()} to {labels.max()}.")
+        raise ValueError(
+            f"cross_entropy targets must lie in 0..{logits.shape[1] - 1} for {logits.shape[1]} classes; "
+            f"got values from {labels.min()} to {labels.max()}."
+        )
     return labels.astype(np.int64)
 
 
 def _same_shape(name, prediction, target):
     if prediction.shape != target.shape:
-        raise ValueError(f"{name} needs prediction and target of the same shape; got {prediction.shape} and "
-                         f"{target.shape}. Reshape one of them (for example target.reshape(prediction.shape)).")
+        raise ValueError(
+            f"{name} needs prediction and target of the same shape; got {prediction.shape} and "
+            f"{target.shape}. Reshape one of them (for example target.reshape(prediction.shape))."
+        )
 
 
 def mse_loss(prediction, target):
@@ -66,6 +73,7 @@ def cross_entropy(logits, targets):
 # %% ../../notebooks/08_losses.ipynb #c08-007
 class MSEBackward(Function):
     "loss = mean((p - t)²):  grad_p = g · 2(p - t) / N,  grad_t = -grad_p"
+
     def apply(self, grad_output):
         prediction, target = self.saved_tensors
         ### BEGIN SOLUTION
@@ -76,6 +84,7 @@ class MSEBackward(Function):
 # %% ../../notebooks/08_losses.ipynb #c08-011
 class BCEBackward(Function):
     "loss = -mean(t log p + (1-t) log(1-p)):  grad_p = g · (p - t) / (p (1 - p)) / N"
+
     def apply(self, grad_output):
         probabilities, target = self.saved_tensors
         p = Tensor(np.clip(probabilities.data, BCE_EPS, 1 - BCE_EPS))
@@ -89,6 +98,7 @@ class BCEBackward(Function):
 # %% ../../notebooks/08_losses.ipynb #c08-015
 class CrossEntropyBackward(Function):
     "loss = mean(-log softmax(z)[i, y_i]):  grad_z = g · (softmax(z) - one_hot(y)) / batch"
+
     def apply(self, grad_output):
         logits, targets = self.saved_tensors
         labels = targets.data
@@ -100,14 +110,20 @@ class CrossEntropyBackward(Function):
 # %% ../../notebooks/08_losses.ipynb #c08-019
 class MSE:
     "Mean squared error: MSE()(prediction, target)."
-    def __call__(self, prediction, target): return mse_loss(prediction, target)
+
+    def __call__(self, prediction, target):
+        return mse_loss(prediction, target)
 
 
 class BCE:
     "Binary cross-entropy of probabilities: BCE()(probabilities, target)."
-    def __call__(self, probabilities, target): return bce_loss(probabilities, target)
+
+    def __call__(self, probabilities, target):
+        return bce_loss(probabilities, target)
 
 
 class CrossEntropy:
     "Cross-entropy of logits against class indices: CrossEntropy()(logits, targets)."
-    def __call__(self, logits, targets): return cross_entropy(logits, targets)
+
+    def __call__(self, logits, targets):
+        return cross_entropy(logits, targets)

@@ -5,12 +5,14 @@ __all__ = ['Module', 'Linear', 'ReLU', 'Sigmoid', 'Tanh', 'Softmax', 'Flatten', 
 
 # %% ../../notebooks/09_nn.ipynb #c09-002
 import numpy as np
+
+from .activations import relu, sigmoid, softmax, tanh
 from .tensor import Tensor
-from .activations import relu, sigmoid, tanh, softmax
 
 # %% ../../notebooks/09_nn.ipynb #c09-005
 class Module:
     "Base class of layers and networks: call it like a function; it knows its parameters."
+
     def __call__(self, *inputs):
         return self.forward(*inputs)
 
@@ -20,6 +22,7 @@ class Module:
     def parameters(self):
         "Every tensor that requires a gradient, in this module and the modules inside it, each once."
         found = []
+
         def visit(value):
             ### BEGIN SOLUTION
             if isinstance(value, Tensor) and value.requires_grad:
@@ -30,6 +33,7 @@ class Module:
                 for item in value:
                     visit(item)
             ### END SOLUTION
+
         for value in vars(self).values():
             visit(value)
         unique = {id(p): p for p in found}
@@ -45,6 +49,7 @@ class Module:
 # %% ../../notebooks/09_nn.ipynb #c09-007
 class Linear(Module):
     "x @ Wᵀ + b. Linear(W, b) wraps given tensors; Linear(in_features, out_features) makes new ones."
+
     def __init__(self, weight, bias=None, *, use_bias=True, seed=None):
         if isinstance(weight, (int, np.integer)):
             in_features, out_features = int(weight), int(bias)
@@ -56,8 +61,9 @@ class Linear(Module):
     def forward(self, x):
         x = Tensor._lift(x)
         if x.shape[-1:] != self.weight.shape[1:]:
-            raise ValueError(f"Linear expects inputs with {self.weight.shape[1]} features (last axis), "
-                             f"got shape {x.shape}.")
+            raise ValueError(
+                f"Linear expects inputs with {self.weight.shape[1]} features (last axis), got shape {x.shape}."
+            )
         ### BEGIN SOLUTION
         out = x @ self.weight.T
         return out + self.bias if self.bias is not None else out
@@ -69,25 +75,38 @@ class Linear(Module):
 
 # %% ../../notebooks/09_nn.ipynb #c09-009
 class ReLU(Module):
-    def forward(self, x): return relu(x)
+    def forward(self, x):
+        return relu(x)
+
 
 class Sigmoid(Module):
-    def forward(self, x): return sigmoid(x)
+    def forward(self, x):
+        return sigmoid(x)
+
 
 class Tanh(Module):
-    def forward(self, x): return tanh(x)
+    def forward(self, x):
+        return tanh(x)
+
 
 class Softmax(Module):
-    def __init__(self, axis=-1): self.axis = axis
-    def forward(self, x): return softmax(x, axis=self.axis)
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, x):
+        return softmax(x, axis=self.axis)
+
 
 class Flatten(Module):
     "Keep the batch axis, flatten the rest."
-    def forward(self, x): return x.reshape(x.shape[0], -1)
+
+    def forward(self, x):
+        return x.reshape(x.shape[0], -1)
 
 
 class Sequential(Module):
     "Modules applied one after another."
+
     def __init__(self, *layers):
         self.layers = list(layers)
 

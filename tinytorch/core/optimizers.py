@@ -5,11 +5,13 @@ __all__ = ['Optimizer', 'SGD', 'Adam']
 
 # %% ../../notebooks/10_optimizers.ipynb #c10-002
 import numpy as np
+
 from .tensor import Tensor
 
 # %% ../../notebooks/10_optimizers.ipynb #c10-004
 class Optimizer:
     "Holds parameters; step() updates them from their .grad, zero_grad() forgets the gradients."
+
     def __init__(self, parameters, lr):
         self.parameters = list(parameters)
         if not self.parameters:
@@ -31,6 +33,7 @@ class Optimizer:
 # %% ../../notebooks/10_optimizers.ipynb #c10-006
 class SGD(Optimizer):
     "Stochastic gradient descent with momentum: v = μ v + g;  p -= lr · v."
+
     def __init__(self, parameters, lr=0.01, momentum=0.0):
         super().__init__(parameters, lr)
         self.momentum = momentum
@@ -40,7 +43,7 @@ class SGD(Optimizer):
         ### BEGIN SOLUTION
         if self.momentum:
             velocity = self.velocity[i]
-            velocity *= self.momentum          # in place: no new array per step
+            velocity *= self.momentum  # in place: no new array per step
             velocity += grad
             grad = velocity
         p.data -= self.lr * grad
@@ -49,6 +52,7 @@ class SGD(Optimizer):
 # %% ../../notebooks/10_optimizers.ipynb #c10-008
 class Adam(Optimizer):
     "Adam: bias-corrected running averages of the gradient and its square."
+
     def __init__(self, parameters, lr=0.001, betas=(0.9, 0.999), eps=1e-8):
         super().__init__(parameters, lr)
         self.beta1, self.beta2 = betas

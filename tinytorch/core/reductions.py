@@ -6,9 +6,10 @@ __all__ = ['swap_last', 'matmul_shape', 'MatmulBackward', 'kept_shape', 'SumBack
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-002
 import numpy as np
-from .tensor import Tensor
-from .function import Function, attach
+
 from .elementwise import unbroadcast
+from .function import Function, attach
+from .tensor import Tensor
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-005
 def swap_last(t):
@@ -24,6 +25,7 @@ def matmul_shape(a_shape, b_shape):
 
 class MatmulBackward(Function):
     "out = a @ b:  grad_a = g @ bᵀ,  grad_b = aᵀ @ g"
+
     def apply(self, grad_output):
         a, b = self.saved_tensors
         a2 = a.reshape(1, -1) if a.ndim == 1 else a
@@ -53,6 +55,7 @@ def kept_shape(shape, axis):
 
 class SumBackward(Function):
     "out = x.sum(axis):  grad_x = g broadcast back over the summed axes"
+
     def __init__(self, x, axis=None, keepdims=False):
         super().__init__(x)
         self.axis = axis
@@ -66,6 +69,7 @@ class SumBackward(Function):
 
 class MeanBackward(Function):
     "out = x.mean(axis):  grad_x = g broadcast back, divided by the number of elements averaged"
+
     def __init__(self, x, axis=None, keepdims=False):
         super().__init__(x)
         self.axis = axis
@@ -81,6 +85,7 @@ class MeanBackward(Function):
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-015
 class ReshapeBackward(Function):
     "out = x.reshape(shape):  grad_x = g.reshape(x.shape)"
+
     def apply(self, grad_output):
         (x,) = self.saved_tensors
         ### BEGIN SOLUTION
@@ -90,6 +95,7 @@ class ReshapeBackward(Function):
 
 class TransposeBackward(Function):
     "out = x.transpose(axes):  grad_x = g.transpose(inverse permutation)"
+
     def __init__(self, x, axes=None):
         super().__init__(x)
         self.axes = tuple(axes) if axes else tuple(reversed(range(x.ndim)))
@@ -118,6 +124,7 @@ def scatter_add(values, index, shape):
 
 class ScatterAddBackward(Function):
     "out = scatter_add(values, index, shape):  grad_values = g[index]"
+
     def __init__(self, values, index):
         super().__init__(values)
         self.index = index
@@ -128,6 +135,7 @@ class ScatterAddBackward(Function):
 
 class IndexBackward(Function):
     "out = x[index]:  grad_x = zeros with g added at index"
+
     def __init__(self, x, index):
         super().__init__(x)
         self.index = index

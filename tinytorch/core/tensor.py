@@ -12,20 +12,25 @@ def broadcast_error(symbol, a_shape, b_shape):
     return ValueError(
         f"Cannot compute a {symbol} b: shapes {a_shape} and {b_shape} do not broadcast. "
         "Compared from the right, each pair of axis lengths must be equal or one of them 1; "
-        "reshape one operand (for example x.reshape(-1, 1)) so that they line up.")
+        "reshape one operand (for example x.reshape(-1, 1)) so that they line up."
+    )
 
 
 def matmul_error(a_shape, b_shape):
     "The error for `a @ b` with shapes whose inner dimensions differ, or None when they agree."
     if len(a_shape) == 0 or len(b_shape) == 0:
-        return ValueError(f"Cannot compute a @ b with shapes {a_shape} and {b_shape}: "
-                          "@ needs at least one axis on each side; use * to multiply by a scalar.")
+        return ValueError(
+            f"Cannot compute a @ b with shapes {a_shape} and {b_shape}: "
+            "@ needs at least one axis on each side; use * to multiply by a scalar."
+        )
     inner_a = a_shape[-1]
     inner_b = b_shape[-2] if len(b_shape) > 1 else b_shape[0]
     if inner_a != inner_b:
-        return ValueError(f"Cannot compute a @ b with shapes {a_shape} and {b_shape}: "
-                          f"a has {inner_a} columns but b has {inner_b} rows. "
-                          "Transpose one of them (b.T) or check which axis holds the features.")
+        return ValueError(
+            f"Cannot compute a @ b with shapes {a_shape} and {b_shape}: "
+            f"a has {inner_a} columns but b has {inner_b} rows. "
+            "Transpose one of them (b.T) or check which axis holds the features."
+        )
     return None
 
 
@@ -36,6 +41,7 @@ def as_tuple(args):
 
 class Tensor:
     "An n-dimensional array of numbers: a thin wrapper around a NumPy array."
+
     __array_priority__ = 1000
 
     def __init__(self, data, dtype=None):
@@ -45,16 +51,29 @@ class Tensor:
 
     # What the tensor is
     @property
-    def shape(self): return self.data.shape
+    def shape(self):
+        return self.data.shape
+
     @property
-    def dtype(self): return self.data.dtype
+    def dtype(self):
+        return self.data.dtype
+
     @property
-    def ndim(self): return self.data.ndim
+    def ndim(self):
+        return self.data.ndim
+
     @property
-    def size(self): return self.data.size
-    def __len__(self): return len(self.data)
-    def numpy(self): return self.data
-    def item(self): return self.data.item()
+    def size(self):
+        return self.data.size
+
+    def __len__(self):
+        return len(self.data)
+
+    def numpy(self):
+        return self.data
+
+    def item(self):
+        return self.data.item()
 
     def __repr__(self):
         body = np.array2string(self.data, separator=", ", prefix="Tensor(")
@@ -75,24 +94,44 @@ class Tensor:
             raise broadcast_error(symbol, self.shape, other.shape) from None
         ### END SOLUTION
 
-    def __add__(self, other): return self._binary(other, np.add, "+")
-    def __sub__(self, other): return self._binary(other, np.subtract, "-")
-    def __mul__(self, other): return self._binary(other, np.multiply, "*")
-    def __truediv__(self, other): return self._binary(other, np.divide, "/")
-    def __radd__(self, other): return Tensor._lift(other) + self
-    def __rsub__(self, other): return Tensor._lift(other) - self
-    def __rmul__(self, other): return Tensor._lift(other) * self
-    def __rtruediv__(self, other): return Tensor._lift(other) / self
+    def __add__(self, other):
+        return self._binary(other, np.add, "+")
+
+    def __sub__(self, other):
+        return self._binary(other, np.subtract, "-")
+
+    def __mul__(self, other):
+        return self._binary(other, np.multiply, "*")
+
+    def __truediv__(self, other):
+        return self._binary(other, np.divide, "/")
+
+    def __radd__(self, other):
+        return Tensor._lift(other) + self
+
+    def __rsub__(self, other):
+        return Tensor._lift(other) - self
+
+    def __rmul__(self, other):
+        return Tensor._lift(other) * self
+
+    def __rtruediv__(self, other):
+        return Tensor._lift(other) / self
 
     def __pow__(self, exponent):
         "Raise every element to a fixed number `exponent`."
         if isinstance(exponent, Tensor):
             raise TypeError("x ** y needs a plain number y; for a tensor exponent use (y * x.log()).exp().")
-        return Tensor(self.data ** exponent)
+        return Tensor(self.data**exponent)
 
-    def __neg__(self): return Tensor(-self.data)
-    def exp(self): return Tensor(np.exp(self.data))
-    def log(self): return Tensor(np.log(self.data))
+    def __neg__(self):
+        return Tensor(-self.data)
+
+    def exp(self):
+        return Tensor(np.exp(self.data))
+
+    def log(self):
+        return Tensor(np.log(self.data))
 
     # Matrix product
     def __matmul__(self, other):
@@ -104,7 +143,8 @@ class Tensor:
         return Tensor(np.matmul(self.data, other.data))
         ### END SOLUTION
 
-    def __rmatmul__(self, other): return Tensor._lift(other) @ self
+    def __rmatmul__(self, other):
+        return Tensor._lift(other) @ self
 
     # Reductions
     def sum(self, axis=None, keepdims=False):
@@ -125,7 +165,8 @@ class Tensor:
         return Tensor(self.data.transpose(as_tuple(axes) or None))
 
     @property
-    def T(self): return self.transpose()
+    def T(self):
+        return self.transpose()
 
     def swapaxes(self, axis1, axis2):
         axes = list(range(self.ndim))

@@ -4,13 +4,16 @@
 __all__ = ['load_digits', 'train_test_split', 'batches', 'progress', 'accuracy', 'train_epoch', 'evaluate', 'fit']
 
 # %% ../../notebooks/11_training.ipynb #c11-002
-import gzip, os
+import gzip
+import os
 from importlib import resources
 from pathlib import Path
+
 import numpy as np
 from tqdm.auto import tqdm
-from .tensor import Tensor
+
 from .function import no_grad
+from .tensor import Tensor
 
 # %% ../../notebooks/11_training.ipynb #c11-005
 def load_digits():
@@ -34,7 +37,7 @@ def batches(X, y, batch_size, rng):
     "Mini-batches of (inputs, labels) in a new random order each epoch."
     order = rng.permutation(len(X))
     for start in range(0, len(X), batch_size):
-        chosen = order[start:start + batch_size]
+        chosen = order[start : start + batch_size]
         yield Tensor(X[chosen]), y[chosen]
 
 

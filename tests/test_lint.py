@@ -1,0 +1,36 @@
+"Ruff, configured in pyproject.toml, finds nothing to fix in the repository (notebooks included)."
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def ruff(*args):
+    if shutil.which("ruff") is None:
+        pytest.fail(
+            'ruff is not installed: run  pip install -e ".[dev]"  (it pins the version the code is formatted with)'
+        )
+    return subprocess.run(["ruff", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_ruff_check_is_clean():
+    result = ruff("check", ".")
+    assert result.returncode == 0, "ruff check found problems; `ruff check --fix .` fixes some:\n" + result.stdout
+
+
+def test_ruff_format_is_clean():
+    result = ruff("format", "--check", ".")
+    assert result.returncode == 0, (
+        "files are not formatted; run `ruff format .` (then `python -m grading export` if notebooks changed):\n"
+        + result.stdout
+    )
+
+
+def test_ruff_is_the_pinned_version():
+    pinned = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if '"ruff==' in line)
+    version = ruff("--version").stdout.split()[-1]
+    assert f"ruff=={version}" in pinned, f"ruff {version} is installed but pyproject.toml pins {pinned.strip()}"
