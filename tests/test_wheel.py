@@ -1,0 +1,53 @@
+"""`pip install` of the reference package gives code without nbgrader's solution markers, and it works."""
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.slow  # builds a wheel (a few seconds)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    build = [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)]
+    result = subprocess.run(build, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    (path,) = out.glob("tinytorch-*.whl")
+    unpacked = out / "unpacked"
+    zipfile.ZipFile(path).extractall(unpacked)
+    return unpacked
+
+
+def test_wheel_modules_have_no_solution_markers_but_the_same_code(wheel):
+    committed = sorted((REPO / "tinytorch").rglob("*.py"))
+    assert any("### BEGIN SOLUTION" in p.read_text() for p in committed), "the repository copy keeps its markers"
+    for source in committed:
+        built = (wheel / source.relative_to(REPO)).read_text()
+        assert "### BEGIN SOLUTION" not in built and "### END SOLUTION" not in built, source.name
+        expected = [line for line in source.read_text().splitlines() if "### BEGIN SOLUTION" not in line]
+        expected = [line for line in expected if "### END SOLUTION" not in line]
+        assert built.splitlines() == expected, f"{source.name}: the wheel changed more than the marker lines"
+
+
+def test_the_installed_package_runs_a_backward_pass(wheel):
+    program = (
+        "from tinytorch.core.autograd import enable_autograd\n"
+        "from tinytorch.core.tensor import Tensor\n"
+        "enable_autograd(); x = Tensor(2.0, requires_grad=True); (x * x + x).backward()\n"
+        f"import tinytorch.core.autograd as a; assert a.__file__.startswith({str(wheel)!r}), a.__file__\n"
+        "print(float(x.grad.data))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=wheel,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(wheel), "PATH": ""},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "5.0"
