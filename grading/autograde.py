@@ -24,15 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import sandbox
-from .course import CELL_TIMEOUT, Course
+from .course import Course
+from .defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GradingError
+from .export import copy_package_skeleton, export_package
 from .job import Spec, digest, test_cells
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic
-from .release import check_sources, copy_package_skeleton, export_package, kit_settings
+from .release import check_sources, kit_settings
 
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note"]
 GRADER_VERSION = "3"  # part of every result's fingerprint: bump it when grading itself changes
-NOTEBOOK_TIMEOUT = 900  # seconds one submission may take, both runs together
 
 
 @dataclass
@@ -357,7 +358,7 @@ def autograde(
     workers=None,
     progress=None,
     notebook_timeout=NOTEBOOK_TIMEOUT,
-    memory_mb=4096,
+    memory_mb=MEMORY_MB,
     log=None,
     unsafe_no_sandbox=False,
 ):

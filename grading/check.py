@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from .course import kernel_environment
+from .defaults import CHECK_TIMEOUT
+from .environment import kernel_environment
 from .errors import GradingError
 from .notebooks import REPO, nbgrader_meta, read_notebook
 
@@ -17,7 +18,7 @@ def package_root(start):
     return REPO
 
 
-def run_tests(notebook, timeout=300):
+def run_tests(notebook, timeout=CHECK_TIMEOUT):
     "Execute the notebook; return [(test name, points, passed, message)] for its test cells."
     from nbclient import NotebookClient
 

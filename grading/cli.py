@@ -4,6 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GradingError
 
 
@@ -27,7 +28,7 @@ def cmd_metadata(args):
 
 def cmd_export(args):
     from .check import package_root
-    from .release import export_package
+    from .export import export_package
 
     root = package_root(Path.cwd())
     export_package(root)
@@ -230,18 +231,20 @@ def parser():
     p = sub.add_parser("autograde", help="grade SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb")
     p.add_argument("submissions", help="folder with one folder per student")
     p.add_argument("--out", required=True, help="folder for grades.csv and feedback/")
-    p.add_argument("--cell-timeout", type=int, default=None, help="seconds one cell may run (default 120)")
+    p.add_argument("--cell-timeout", type=int, default=None, help=f"seconds one cell may run (default {CELL_TIMEOUT})")
     p.add_argument(
         "--notebook-timeout",
         type=int,
-        default=900,
-        help="seconds one submission may take in all, both runs (default 900)",
+        default=NOTEBOOK_TIMEOUT,
+        help=f"seconds one submission may take in all, both runs (default {NOTEBOOK_TIMEOUT})",
     )
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
     p.add_argument(
         "--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)"
     )
-    p.add_argument("--memory-mb", type=int, default=4096, help="memory one student process may use (default 4096)")
+    p.add_argument(
+        "--memory-mb", type=int, default=MEMORY_MB, help=f"memory one student process may use (default {MEMORY_MB})"
+    )
     p.add_argument(
         "--unsafe-no-sandbox",
         action="store_true",

@@ -3,33 +3,14 @@
 import contextlib
 import io
 import logging
-import os
 import shutil
 import sys
 from pathlib import Path
 
 from traitlets.config import Config
 
+from .defaults import CELL_TIMEOUT
 from .errors import GradingError
-
-CELL_TIMEOUT = 120  # seconds one cell may run when grading
-
-
-@contextlib.contextmanager
-def patched_environ(values):
-    "Processes started inside inherit `values`; the environment is restored after."
-    before = dict(os.environ)
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(before)
-
-
-def kernel_environment(pythonpath):
-    "Kernels started inside import tinytorch from `pythonpath` and show no progress bars."
-    return patched_environ({"PYTHONPATH": str(pythonpath), "TINYTORCH_QUIET": "1"})
 
 
 def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):

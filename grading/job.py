@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .defaults import MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GradingError
 from .notebooks import nbgrader_meta, read_notebook, write_atomic, write_notebook
 from .verdict import exported_sources
@@ -47,9 +48,9 @@ class Spec:
     feedback: str  # where the feedback HTML goes
     feedback_course: str  # the nbgrader course made from the student version (for the feedback run)
     cell_timeout: int = 120
-    notebook_timeout: int = 900
+    notebook_timeout: int = NOTEBOOK_TIMEOUT
     sandboxed: bool = True  # False only with --unsafe-no-sandbox
-    memory_mb: int = 4096
+    memory_mb: int = MEMORY_MB
     fingerprint: dict = field(default_factory=dict)
 
     @classmethod
@@ -88,7 +89,7 @@ def restored_notebook(instructor, submitted, released):
 
 def build_package(spec, nb, target):
     "Reference modules of every other notebook, plus this notebook's module exported from `nb` (the answer removed)."
-    from .release import export_package
+    from .export import export_package
 
     shutil.copytree(Path(spec.reference) / "tinytorch", target / "tinytorch")
     shutil.copyfile(Path(spec.reference) / "settings.ini", target / "settings.ini")

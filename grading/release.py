@@ -3,14 +3,13 @@
 import keyword
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from .convention import DEFINITION, mismatches
 from .course import Course
 from .errors import GradingError
+from .export import copy_package_skeleton, export_package
 from .notebooks import (
     HIDDEN_BEGIN,
     HIDDEN_END,
@@ -24,21 +23,19 @@ from .notebooks import (
 )
 
 KIT_MARKER = ".tinytorch-kit"
-# Modules of grading/ that the student kit leaves out: autograding, and classroom.py, which builds wrong and cheating
-# answers from the solutions. The kit keeps what `check` and `export` need.
-INSTRUCTOR_ONLY = [
-    "autograde.py",
-    "job.py",
-    "verdict.py",
-    "worker.py",
-    "wire.py",
-    "inside.py",
-    "sandbox.py",
-    "execute.py",
-    "classroom.py",
-    "demo.py",
-    "lms.py",
-    "feedback.py",
+# What of grading/ goes into the student kit, listed (an allow-list, so a new instructor module stays out until it is
+# named here): what `python -m grading check` and `python -m grading export` need. Everything else (autograding, the
+# sandbox, classroom.py, which builds wrong and cheating answers from the solutions) stays with the instructor.
+STUDENT_KIT = [
+    "__init__.py",
+    "__main__.py",
+    "cli.py",
+    "check.py",
+    "defaults.py",
+    "environment.py",
+    "errors.py",
+    "export.py",
+    "notebooks.py",
 ]
 STUB = "raise NotImplementedError()"
 
@@ -89,26 +86,6 @@ def kit_settings(settings_path, nbs_path="."):
     for line in Path(settings_path).read_text().splitlines():
         lines.append(f"nbs_path = {nbs_path}" if line.split("=")[0].strip() == "nbs_path" else line)
     return "\n".join(lines) + "\n"
-
-
-def export_package(root):
-    "Run nbdev_export in `root` (a folder with settings.ini) and fail with its message."
-    result = subprocess.run(
-        [sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export()"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        raise GradingError(f"nbdev_export failed in {root}: {detail[-1] if detail else 'no detail'}")
-
-
-def copy_package_skeleton(target):
-    "What tinytorch/ holds besides exported modules: the package __init__ and the shipped data."
-    (target / "tinytorch").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(REPO / "tinytorch" / "__init__.py", target / "tinytorch" / "__init__.py")
-    shutil.copytree(REPO / "tinytorch" / "data", target / "tinytorch" / "data", dirs_exist_ok=True)
 
 
 def check_output(out):
@@ -291,7 +268,9 @@ def build_kit(out, released):
     for stem, nb in released.items():
         write_notebook(nb, out / stem / f"{stem}.ipynb")
     (out / "settings.ini").write_text(kit_settings(REPO / "settings.ini"))
-    shutil.copytree(REPO / "grading", out / "grading", ignore=shutil.ignore_patterns("__pycache__", *INSTRUCTOR_ONLY))
+    (out / "grading").mkdir(parents=True)
+    for name in STUDENT_KIT:
+        shutil.copyfile(REPO / "grading" / name, out / "grading" / name)
     shutil.copyfile(REPO / "grading" / "kit" / "pyproject.toml", out / "pyproject.toml")
     shutil.copyfile(REPO / "grading" / "kit" / "README.md", out / "README.md")
     copy_package_skeleton(out)

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 
+from .defaults import MEMORY_MB
 from .errors import GradingError
 
 HOME = "/home/student"
@@ -147,7 +148,7 @@ def start(
     argv,
     binds,
     env=None,
-    memory_mb=4096,
+    memory_mb=MEMORY_MB,
     cpu_seconds=1800,
     sandboxed=True,
     pass_fds=(),

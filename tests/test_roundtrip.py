@@ -92,6 +92,9 @@ def test_kit_layout_and_its_own_package(kit):
     assert 'NotImplementedError("Exercise AddBackward in 04_elementwise.ipynb' in module
     nb = nbformat.read(kit / "04_elementwise" / "04_elementwise.ipynb", 4)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "outputs are cleared"
+    from grading.release import STUDENT_KIT
+
+    assert sorted(p.name for p in (kit / "grading").iterdir() if p.name != "__pycache__") == sorted(STUDENT_KIT)
 
 
 def test_student_who_fills_a_cell_and_reexports_gets_their_code(kit, tmp_path):
