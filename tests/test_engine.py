@@ -148,6 +148,10 @@ def test_seed_example_two():
     loss = relu(linear(x)).sum()
     loss.backward()
     assert (W.grad.shape, b.grad.shape, x.grad.shape) == ((2, 3), (2,), (3,))
+    active = (W.data @ x.data + b.data > 0).astype(float)  # d relu(z).sum() / dz, by hand
+    assert np.allclose(W.grad.data, np.outer(active, x.data))
+    assert np.allclose(b.grad.data, active)
+    assert np.allclose(x.grad.data, W.data.T @ active)
 
 
 def test_seed_example_three_cross_entropy():
@@ -156,6 +160,10 @@ def test_seed_example_three_cross_entropy():
     loss = CrossEntropy()(logits, targets)
     loss.backward()
     assert loss.shape == () and logits.grad.shape == (4, 10)
+    shifted = np.exp(logits.data - logits.data.max(axis=1, keepdims=True))
+    probabilities = shifted / shifted.sum(axis=1, keepdims=True)
+    assert np.isclose(loss.item(), -np.log(probabilities[np.arange(4), targets]).mean())
+    assert np.allclose(logits.grad.data, (probabilities - np.eye(10)[targets]) / 4)
 
 
 def test_enable_autograd_is_idempotent_and_covers_older_tensors():
