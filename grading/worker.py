@@ -53,7 +53,7 @@ def import_student_module(plan):
     for name in plan["earlier_modules"]:
         importlib.import_module(name)
     if "tinytorch.core.autograd" in plan["earlier_modules"]:
-        sys.modules["tinytorch.core.autograd"].enable_autograd()
+        sys.modules["tinytorch.core.autograd"].enable_autograd(quiet=True)
     error = None
     try:
         signal.alarm(plan["cell_timeout"])
@@ -74,7 +74,7 @@ def import_student_module(plan):
             signal.alarm(0)
     if "tinytorch.core.autograd" not in plan["earlier_modules"]:
         try:  # what tinytorch/__init__.py does
-            importlib.import_module("tinytorch.core.autograd").enable_autograd()
+            importlib.import_module("tinytorch.core.autograd").enable_autograd(quiet=True)
         except BaseException as exc:  # noqa: BLE001
             error = error or f"importing tinytorch failed: {type(exc).__name__}: {exc}"[:2000]
     return error
