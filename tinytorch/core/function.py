@@ -40,7 +40,7 @@ class Function:
     def __repr__(self):
         return f"<{type(self).__name__}>"
 
-# %% ../../notebooks/02_function.ipynb #c02-006
+# %% ../../notebooks/02_function.ipynb #c02-022
 _grad_enabled = True
 
 
@@ -68,7 +68,7 @@ def no_grad():
 def requires_grad(tensor):
     return getattr(tensor, "requires_grad", False)
 
-
+# %% ../../notebooks/02_function.ipynb #c02-006
 def attach(result, function_cls, *inputs, **extras):
     "Record `function_cls(*inputs, **extras)` as the Function that produced `result`, if a gradient is needed."
     ### BEGIN SOLUTION
