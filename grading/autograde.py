@@ -23,16 +23,16 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import sandbox
+from . import marking, sandbox
 from .course import Course
 from .defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GradingError
 from .export import copy_package_skeleton, export_package
-from .job import Spec, digest, test_cells
+from .job import Spec, digest, manual_points, test_cells
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic
 from .release import check_sources, kit_settings
 
-COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note"]
+COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points"]
 GRADER_VERSION = "3"  # part of every result's fingerprint: bump it when grading itself changes
 
 
@@ -45,9 +45,18 @@ class Row:
     max_score: float = 0.0
     note: str = ""
     problem: bool = False  # not graded (a bad file, a grader failure): an error on the console, exit code 1
+    manual_points: float = 0.0  # written answers' points, marked by hand (OUT/marking): not in score or max_score
 
     def values(self):
-        return [self.student, self.assignment, self.notebook, f"{self.score:g}", f"{self.max_score:g}", self.note]
+        return [
+            self.student,
+            self.assignment,
+            self.notebook,
+            f"{self.score:g}",
+            f"{self.max_score:g}",
+            self.note,
+            f"{self.manual_points:g}",
+        ]
 
 
 # -- What to grade ---------------------------------------------------------------------------------------------------
@@ -279,7 +288,8 @@ def load_result(path):
         return None  # absent, or left by a grader that was killed: grade again
 
 
-def rows_of(results, problems):
+def rows_of(results, problems, manual=None):
+    "The table's rows; `manual`: {assignment: points of its written answers}, which wait for marking by hand."
     rows = list(problems)
     for r in results:
         rows.append(
@@ -291,6 +301,7 @@ def rows_of(results, problems):
                 r["max_score"],
                 r["note"],
                 problem=r.get("problem", False),
+                manual_points=(manual or {}).get(r["assignment"], 0.0),
             )
         )
     return sorted(rows, key=lambda r: (r.student, r.assignment))
@@ -306,10 +317,10 @@ def write_table(rows, path):
     write_atomic(path, text.getvalue())
 
 
-def write_gradebook(results, problems, path):
+def write_gradebook(results, problems, path, manual=None):
     book = {}
     for r in results:
-        book.setdefault(r["student"], {})[r["assignment"]] = {
+        entry = book.setdefault(r["student"], {})[r["assignment"]] = {
             "score": r["score"],
             "max_score": r["max_score"],
             "note": r["note"],
@@ -318,6 +329,8 @@ def write_gradebook(results, problems, path):
                 for t, v in r["tests"].items()
             },
         }
+        if (manual or {}).get(r["assignment"]):
+            entry["manual_points"] = manual[r["assignment"]]  # marked by hand in OUT/marking, not in the score
     for p in problems:
         book.setdefault(p.student, {})[p.assignment or p.notebook] = {"score": 0, "max_score": 0, "note": p.note}
     write_atomic(path, json.dumps(book, indent=1, sort_keys=True))
@@ -440,12 +453,13 @@ def _autograde(
     if done:
         log(f"{len(done)} submissions already graded (unchanged since): kept")
     results_lock = threading.Lock()
+    manual = {stem: manual_points(nb) for stem, nb in instructor.items()}
 
     def publish():
         with results_lock:
             results = [done[k] for k in sorted(done)]
-            rows = rows_of(results, problems)
-            write_gradebook(results, problems, out / "gradebook.json")
+            rows = rows_of(results, problems, manual)
+            write_gradebook(results, problems, out / "gradebook.json", manual)
             write_table(rows, out / "grades.csv")
         return rows
 
@@ -507,4 +521,6 @@ def _autograde(
     rows = publish()
     if rows:
         plot_distribution(rows, out / "distribution.png")
+    if any(manual.values()) and found:
+        marking.update(out, state, notebooks, instructor, found, done, log)
     return rows

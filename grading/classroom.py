@@ -26,7 +26,11 @@ def points_of(notebook, rules=None):
     total = 0.0
     for cell in read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells:
         meta = nbgrader_meta(cell)
-        if meta.get("grade") and (rules is None or meta["grade_id"].removesuffix("_hidden") in rules):
+        if (
+            meta.get("grade")
+            and cell.cell_type == "code"
+            and (rules is None or meta["grade_id"].removesuffix("_hidden") in rules)
+        ):
             total += float(meta["points"])
     return total
 

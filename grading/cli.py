@@ -109,14 +109,28 @@ def cmd_check(args):
         mark = "HIDDEN" if status == HIDDEN else "PASS" if status else "FAIL"
         unit = "point" if points == 1 else "points"
         print(f"{mark:<6}  {name} ({points:g} {unit})" + (f": {message}" if message and status != HIDDEN else ""))
+    manual = written_answers(args.notebook)
+    for name, points in manual:
+        print(f"{'MANUAL':<6}  {name}: marked by hand ({points:g} {'point' if points == 1 else 'points'})")
     visible = [status for _, _, status, _ in results if status != HIDDEN]
     failed = visible.count(False)
     hidden = len(results) - len(visible)
     print(
         f"{len(visible) - failed} passed, {failed} failed"
         + (f" ({hidden} hidden tests run when graded)" if hidden else "")
+        + (f"; {len(manual)} written answers marked by hand" if manual else "")
     )
     return 1 if failed else 0
+
+
+def written_answers(notebook):
+    "[(name, points)] of the notebook's written answers, which the instructor marks by hand."
+    from .notebooks import is_manual_answer, nbgrader_meta, read_notebook
+
+    cells = read_notebook(notebook).cells
+    return [
+        (nbgrader_meta(c)["grade_id"], float(nbgrader_meta(c).get("points", 0))) for c in cells if is_manual_answer(c)
+    ]
 
 
 def cmd_demo(args):

@@ -4,15 +4,24 @@
   top-level class or function the first solution marker is in (`class AddBackward` -> `solution-AddBackward`).
 * A code cell whose first line is `# test: <name> (<n> points)` is a graded, read-only test cell worth n points.
   Hidden tests go inside it between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`.
+* A markdown cell whose first line is `<!-- answer: <name> (<n> points) -->` is a written answer, marked by hand
+  (nbgrader's manually graded answer): the rest of the cell is the model answer, which the release replaces by
+  "YOUR ANSWER HERE". Its points are not autograded.
 * Every other cell is read-only.
 """
 
 import re
 
 from .errors import GradingError
-from .notebooks import HIDDEN_BEGIN, SOLUTION_BEGIN, read_notebook, write_notebook
+from .notebooks import HIDDEN_BEGIN, SOLUTION_BEGIN, is_manual_answer, read_notebook, write_notebook
 
 TEST_HEADER = re.compile(r"^#\s*test:\s*(?P<name>[A-Za-z_][\w-]*)\s*\((?P<points>\d+(?:\.\d+)?)\s*points?\)\s*$")
+ANSWER_HEADER = re.compile(
+    r"^<!--\s*answer:\s*(?P<name>[A-Za-z_][\w-]*)\s*\((?P<points>\d+(?:\.\d+)?)\s*points?\)\s*-->\s*$"
+)
+ANSWER_START = re.compile(
+    r"^<!--\s*answer\b", re.IGNORECASE
+)  # what an author meant as an answer header, well formed or not
 SOLUTION_PREFIX = "solution-"
 DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # top level only
 
@@ -31,6 +40,39 @@ def _meta(grade_id, grade=False, solution=False, points=None):
     return meta
 
 
+def _points(text):
+    points = float(text)
+    return int(points) if points.is_integer() else points
+
+
+def manual_answers(nb):
+    "{grade id: points} of the answers marked by hand, in notebook order."
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"].get("points", 0)
+        for c in nb.cells
+        if is_manual_answer(c)
+    }
+
+
+def model_answer(source):
+    "The model answer of an answer cell: its text after the header line."
+    return "\n".join(source.lstrip().splitlines()[1:]).strip()
+
+
+def derive_answer_cell(source, first, where):
+    match = ANSWER_HEADER.match(first)
+    if not match:
+        raise GradingError(
+            f"{where}: malformed answer header {first!r}; write it as '<!-- answer: name (2 points) -->'."
+        )
+    if not model_answer(source):
+        raise GradingError(
+            f"{where}: the answer cell {match['name']!r} has no model answer; write it below the header "
+            "(the release replaces it by 'YOUR ANSWER HERE')."
+        )
+    return _meta(match["name"], grade=True, solution=True, points=_points(match["points"]))
+
+
 def derive_cell(cell, where):
     "The nbgrader metadata this cell's content asks for; `where` names the cell in error messages."
     source = cell.source
@@ -47,8 +89,11 @@ def derive_cell(cell, where):
         match = TEST_HEADER.match(first)
         if not match:
             raise GradingError(f"{where}: malformed test header {first!r}; write it as '# test: name (2 points)'.")
-        points = float(match["points"])
-        return _meta(match["name"], grade=True, points=int(points) if points.is_integer() else points)
+        return _meta(match["name"], grade=True, points=_points(match["points"]))
+    if ANSWER_START.match(first):
+        if cell.cell_type != "markdown":
+            raise GradingError(f"{where}: an answer header {first!r} must start a markdown cell, not a code cell.")
+        return derive_answer_cell(source, first, where)
     if HIDDEN_BEGIN in source:
         raise GradingError(f"{where}: hidden tests must be in a test cell (first line '# test: name (n points)').")
     magic = next((line for line in source.splitlines() if line.lstrip().startswith(("%", "!"))), None)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .defaults import MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GradingError
-from .notebooks import nbgrader_meta, read_notebook, write_atomic, write_notebook
+from .notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
 from .verdict import exported_sources
 
 
@@ -170,12 +170,17 @@ def nbgrader_run(spec, package, deadline):
 
 
 def test_cells(instructor):
-    "{test id: (points, fingerprint of its source)} for every graded test cell."
+    "{test id: (points, fingerprint of its source)} for every graded test cell (written answers are marked by hand)."
     return {
         nbgrader_meta(c)["grade_id"]: (float(nbgrader_meta(c).get("points", 0)), digest(c.source))
         for c in instructor.cells
-        if nbgrader_meta(c).get("grade")
+        if nbgrader_meta(c).get("grade") and not is_manual_answer(c)
     }
+
+
+def manual_points(instructor):
+    "The points of the written answers, which the instructor marks by hand (in formgrader): not in the score."
+    return sum(float(nbgrader_meta(c).get("points", 0)) for c in instructor.cells if is_manual_answer(c))
 
 
 def grade(spec):
@@ -210,6 +215,7 @@ def grade(spec):
             if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
         }
         result = score(spec, tests, verdicts, nbgrader_tests, [note], hidden)
+        result["manual_points"] = manual_points(instructor)
         write_feedback(html, spec, result)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -265,12 +271,24 @@ def write_feedback(page, spec, result):
         f"<h2>{html.escape(spec.assignment)}: {result['score']:g} / {result['max_score']:g}</h2>"
         f"<p>Scores come from the grader's run of the instructor's tests against your exported code; below is "
         f"your notebook as it ran (visible tests only).</p>"
-        f"<ul>{lines}</ul>{'<p>' + html.escape(result['note']) + '</p>' if result['note'] else ''}</div>"
+        f"<ul>{lines}</ul>{'<p>' + html.escape(result['note']) + '</p>' if result['note'] else ''}"
+        f"{manual_note(result.get('manual_points', 0))}</div>"
     )
     if page is None:
         page = "<html><body></body></html>"
     page = page.replace("<body>", "<body>" + banner, 1) if "<body>" in page else banner + page
     write_atomic(spec.feedback, page)
+
+
+def manual_note(points):
+    "The feedback's line about the written answers, which this score leaves out."
+    if not points:
+        return ""
+    unit, verb = ("point", "is") if points == 1 else ("points", "are")
+    return (
+        f'<p id="tinytorch-manual">{points:g} {unit} of this notebook {verb} marked by hand (your written answers): '
+        "they are not in the score above, and your instructor adds them after reading your answers.</p>"
+    )
 
 
 def die_with_parent():

@@ -162,7 +162,7 @@ def hidden_tests(notebooks_dir):
         tests = {}
         for cell in cells:
             meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell, dict) else {}
-            if meta.get("grade") and meta.get("grade_id"):
+            if meta.get("grade") and meta.get("grade_id") and cell.get("cell_type") == "code":  # not written answers
                 source = cell.get("source", "")
                 tests[meta["grade_id"]] = HIDDEN_BEGIN in ("".join(source) if isinstance(source, list) else source)
         found[path.stem] = tests
@@ -202,7 +202,18 @@ def grade_cell(book, person, assignment, missing):
     entry = book.get(person.student, {}).get(assignment)
     if entry is None:
         return "0" if missing == "zero" else ""
-    return fmt(entry["score"])
+    return fmt(entry.get("final_score", entry["score"]))  # after a late penalty, where there is one
+
+
+def manual_pending(book, assignments):
+    "The written answers of `assignments`, as '01_tensor (3 points), ...': points the gradebook does not count."
+    points = {}
+    for entries in book.values():
+        for assignment, entry in entries.items():
+            if assignment in assignments and number(entry.get("manual_points")) and entry["manual_points"] > 0:
+                points[assignment] = max(points.get(assignment, 0), entry["manual_points"])
+    listed = ", ".join(f"{a} ({fmt(p)} point{'' if p == 1 else 's'})" for a, p in sorted(points.items()))
+    return f"written answers of {listed} are" if listed else ""
 
 
 def write_atomic(path, text):
@@ -273,7 +284,12 @@ def gradescope_results(person, assignment, entry, hidden, visibility):
                 "output": str(test.get("message") or ""),
             }
         )
-    return {"score": float(entry["score"]), "output": entry.get("note") or "", "tests": listed, "extra_data": extra}
+    return {
+        "score": float(entry.get("final_score", entry["score"])),
+        "output": entry.get("note") or "",
+        "tests": listed,
+        "extra_data": extra,
+    }
 
 
 def write_gradescope(book, people, assignments, out, hidden, visibility):
@@ -326,6 +342,12 @@ def export_grades(
             if key not in assignments and not only:
                 report.warnings.append(f"{student}/{key}: not an assignment, left out of the export: {entry['note']}")
     everyone, report.not_in_roster, report.not_graded = people_of(book, people)
+    pending = manual_pending(book, assignments)
+    if pending:
+        report.warnings.append(
+            f"{pending} marked by hand and not in this export (the scores are the autograded ones); mark them in "
+            f"formgrader ({Path(grading_dir) / 'marking'}, see grading/README.md) and add them in the LMS"
+        )
     if people is None:
         report.warnings.append(
             "no --roster: rows carry only the submission folder name, which the LMS cannot match to its students"

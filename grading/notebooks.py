@@ -54,6 +54,12 @@ def nbgrader_meta(cell):
     return cell.get("metadata", {}).get("nbgrader", {})
 
 
+def is_manual_answer(cell):
+    "Whether a cell is a written answer marked by hand (nbgrader's manually graded answer), not an autograded test."
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "markdown" and bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
 def strip_markers(source):
     "A solution cell's code without the solution markers: what a student who solved it would have written."
     return "\n".join(line for line in source.splitlines() if line.strip() not in (SOLUTION_BEGIN, SOLUTION_END))

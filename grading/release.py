@@ -6,7 +6,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .convention import DEFINITION, mismatches
+from .convention import DEFINITION, mismatches, model_answer
 from .course import Course
 from .errors import GradingError
 from .export import copy_package_skeleton, export_package
@@ -17,6 +17,7 @@ from .notebooks import (
     SOLUTION_BEGIN,
     SOLUTION_END,
     course_notebooks,
+    is_manual_answer,
     nbgrader_meta,
     read_notebook,
     write_notebook,
@@ -159,21 +160,37 @@ class Secret:
         self.pattern, self.line, self.stem, self.exercise, self.kind = pattern, line, stem, exercise, kind
 
     def describe(self):
-        what = f"the answer to exercise {self.exercise}" if self.kind == "solution" else f"hidden test {self.exercise}"
+        what = {
+            "solution": f"the answer to exercise {self.exercise}",
+            "hidden": f"hidden test {self.exercise}",
+            "answer": f"the model answer to question {self.exercise}",
+        }[self.kind]
         return f"{what} of {self.stem} ({self.line.strip()!r})"
+
+
+ANSWER_WORDS = 6  # a sentence of a model answer this long is specific enough to give it away
+
+
+def answer_sentences(cell):
+    "The sentences of a written answer's model answer that are long enough to give it away."
+    for line in model_answer(cell.source).splitlines():
+        for sentence in re.split(r"(?<=[.!?;:])\s+", line.strip()):
+            if len(re.findall(r"\w+", sentence)) >= ANSWER_WORDS:
+                yield sentence
 
 
 def course_secrets(notebooks):
     """{normalised pattern: Secret}: every notebook's answer lines and expressions, except those the notebook itself
-    shows in its text or given code (not in a test: a test's message must not give the answer away), and its
-    hidden-test lines, except those shown anywhere in the course."""
+    shows in its text or given code (not in a test: a test's message must not give the answer away), its
+    hidden-test lines, except those shown anywhere in the course, and the sentences of its model answers to the
+    questions marked by hand, except those the notebook shows."""
     read = {stem: read_notebook(path) for stem, path in notebooks.items()}
 
     def shown(nb, tests):
         return " \n ".join(
             normalise(line)
             for cell in nb.cells
-            if tests or not nbgrader_meta(cell).get("grade")
+            if not is_manual_answer(cell) and (tests or not nbgrader_meta(cell).get("grade"))
             for kind, line in regions(cell.source)
             if kind == "visible"
         )
@@ -184,6 +201,12 @@ def course_secrets(notebooks):
     for stem, nb in read.items():
         for cell in nb.cells:
             exercise = nbgrader_meta(cell).get("grade_id", "").removeprefix("solution-") or cell.get("id")
+            if is_manual_answer(cell):
+                for sentence in answer_sentences(cell):
+                    pattern = normalise(sentence)
+                    if f" {pattern} " not in taught[stem] and pattern not in secrets:
+                        secrets[pattern] = Secret(pattern, sentence, stem, exercise, "answer")
+                continue
             for kind, line in regions(cell.source):
                 if kind == "visible":
                     continue
