@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import sandbox, variant, wire
+from . import analytic, sandbox, variant, wire
 from .errors import GradingError
 
 GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
@@ -348,12 +348,16 @@ def install(space, targets, remote):
     """Replace each exercise in `space` (the grader's copy of the module, or the notebook's namespace for an exercise
     that is not exported) with a stand-in that calls the student's version."""
     for qualname, kind in targets:
+        get = space.get if isinstance(space, dict) else lambda name: getattr(space, name)
+        reference = getattr(get(qualname.split(".")[0]), "apply", None) if qualname.endswith(".apply") else None
 
-        def stub(*args, _qualname=qualname, **kwargs):
-            return remote.call(_qualname, args, kwargs, readonly=_qualname.endswith(".apply"))
+        def stub(*args, _qualname=qualname, _reference=reference, **kwargs):
+            value = remote.call(_qualname, args, kwargs, readonly=_reference is not None)
+            if _reference is not None:
+                refuse_numerical_rule(_qualname, value, _reference, args, kwargs)
+            return value
 
         stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
-        get = space.get if isinstance(space, dict) else lambda name: getattr(space, name)
         if kind == "function":
             if isinstance(space, dict):
                 space[qualname] = stub
@@ -362,6 +366,18 @@ def install(space, targets, remote):
         else:
             cls = get(qualname.split(".")[0])
             setattr(cls, qualname.split(".")[1], property(stub) if kind == "property" else stub)
+
+
+def refuse_numerical_rule(qualname, value, reference, args, kwargs):
+    "Fail a backward rule whose gradient agrees with the reference rule's only as finite differences do."
+    try:
+        expected = reference(*args, **kwargs)
+        grad_output = args[1] if len(args) > 1 else kwargs.get("grad_output")
+        gaps = analytic.numerical_gaps(value, expected, grad_output)
+    except Exception:
+        return  # the reference does not take these arguments: the test's own comparison decides
+    if gaps:
+        raise wire.EXCEPTIONS["ValueError"](analytic.message(qualname.removesuffix(".apply"), gaps))
 
 
 # -- Running the instructor's cells ---------------------------------------------------------------------------------

@@ -470,6 +470,36 @@ STUDENT_BUGS = [
 ]
 MUTANTS += STUDENT_BUGS
 
+# Rules that differentiate their own copy of the forward by central differences (grading/analytic.py): they pass the
+# tests' tolerance, so only the grader's comparison with the reference rule catches them.
+NUMERICAL_RULES = [
+    (
+        "04_elementwise",
+        "exp_backward",
+        "numerical: central differences of exp",
+        "return (grad_output * self.output,)",
+        "(a,) = self.saved_tensors\n        h = 1e-6\n"
+        "        slope = (np.exp(a.data + h) - np.exp(a.data - h)) / (2 * h)\n        return (grad_output * Tensor(slope),)",
+    ),
+    (
+        "04_elementwise",
+        "log_backward",
+        "numerical: central differences of log, an optimal step",
+        "return (grad_output / a,)",
+        "h = 6e-6\n        slope = (np.log(a.data + h) - np.log(a.data - h)) / (2 * h)\n"
+        "        return (grad_output * Tensor(slope),)",
+    ),
+    (
+        "07_activations",
+        "tanh_backward",
+        "numerical: central differences of tanh",
+        "return (grad_output * (1 - t * t),)",
+        "(x,) = self.saved_tensors\n        h = 1e-5\n"
+        "        slope = (np.tanh(x.data + h) - np.tanh(x.data - h)) / (2 * h)\n        return (grad_output * Tensor(slope),)",
+    ),
+]
+MUTANTS += NUMERICAL_RULES
+
 # Correct solutions written differently from the reference: each must earn every point of its notebook.
 ALTERNATIVES = [
     (
@@ -580,6 +610,14 @@ def test_every_mutant_loses_points_in_its_rules_tests(graded_mutants, capsys):
         for notebook, (hit, total) in caught.items():
             print(f"  {notebook:<26} {hit}/{total}  {100 * hit / total:.0f}%")
     assert not survivors, f"mutants not caught: {survivors}"
+
+
+def test_numerical_rules_are_told_why_they_lost_their_points(graded_mutants):
+    for notebook, rule, what, old, new in NUMERICAL_RULES:
+        number = MUTANTS.index((notebook, rule, what, old, new))
+        tests = graded_mutants[f"mutant{number:02d}"][notebook]["tests"]
+        messages = " ".join(tests[name].get("message", "") for name in (rule, rule + "_hidden") if name in tests)
+        assert "as finite differences of the forward do" in messages, (what, messages[:500])
 
 
 def test_correct_alternative_solutions_earn_full_marks(graded_mutants):
