@@ -28,11 +28,17 @@ from .course import Course
 from .defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GradingError
 from .export import copy_package_skeleton, export_package
-from .job import Spec, digest, manual_points, test_cells
+from .feedback import POLICIES
+from .feedback import publish as publish_feedback
+from .job import Spec, digest, manual_note, manual_points, test_cells
+from .late import Policy, assess
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic
 from .release import check_sources, kit_settings
+from .variant import read_secret, variant_id
 
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points"]
+LATE_COLUMNS = ["submitted_at", "late_by_hours", "penalty", "final_score"]  # score stays the autograded score
+SECRET_FILE = ".grading-secret"  # in OUT, outside OUT/.grading (which is remade when the notebooks change)
 GRADER_VERSION = "3"  # part of every result's fingerprint: bump it when grading itself changes
 
 
@@ -46,6 +52,17 @@ class Row:
     note: str = ""
     problem: bool = False  # not graded (a bad file, a grader failure): an error on the console, exit code 1
     manual_points: float = 0.0  # written answers' points, marked by hand (OUT/marking): not in score or max_score
+    submitted_at: str = ""  # the late policy's columns (grading.late)
+    late_by_hours: float | None = None
+    penalty: float = 0.0  # points taken for lateness
+
+    @property
+    def final_score(self):
+        return max(0.0, self.score - self.penalty)
+
+    def late_values(self):
+        late = "" if self.late_by_hours is None else f"{self.late_by_hours:g}"
+        return [self.submitted_at, late, f"{round(self.penalty, 4):g}", f"{round(self.final_score, 4):g}"]
 
     def values(self):
         return [
@@ -281,6 +298,40 @@ def result_path(out, student, assignment):
     return Path(out) / "results" / student / f"{assignment}.json"
 
 
+def page_path(out, student, assignment):
+    "nbgrader's run of the notebook, kept so that the feedback page can be written again under another policy."
+    return Path(out) / "results" / student / f"{assignment}.notebook.html"
+
+
+def feedback_path(out, student, assignment):
+    return Path(out) / "feedback" / student / f"{assignment}.html"
+
+
+def refeedback(out, result, policy):
+    "A kept result whose feedback page was written under another policy: write the page again, from the kept run."
+    if result.get("feedback", "full") == policy or result.get("problem"):
+        return result
+    student, assignment = result["student"], result["assignment"]
+    page = page_path(out, student, assignment)
+    text = page.read_text() if page.exists() else None
+    extra = manual_note(result.get("manual_points", 0))
+    publish_feedback(feedback_path(out, student, assignment), text, assignment, result, policy, extra)
+    result = dict(result, feedback=policy)
+    write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
+    return result
+
+
+def log_policies(policies, out, found, log):
+    "Say which feedback policy this run uses, and when it is not the one the previous run used."
+    previous = {
+        r.get("feedback", "full")
+        for s, a, _ in found
+        if (r := load_result(result_path(out, s, a))) is not None and not r.get("problem")
+    }
+    earlier = f" (the previous run: {', '.join(sorted(previous))})" if previous - {policies.feedback} else ""
+    log(f"feedback for students: {policies.feedback}: {POLICIES[policies.feedback]}{earlier}")
+
+
 def load_result(path):
     try:
         return json.loads(Path(path).read_text())
@@ -311,13 +362,40 @@ def write_table(rows, path):
     "Write the grade table atomically: a reader never sees half a file."
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(COLUMNS)
+    writer.writerow(COLUMNS + LATE_COLUMNS)
     for row in sorted(rows, key=lambda r: (r.student, r.assignment)):
-        writer.writerow(row.values())
+        writer.writerow(row.values() + row.late_values())
     write_atomic(path, text.getvalue())
 
 
-def write_gradebook(results, problems, path, manual=None):
+def late_record(result, late):
+    "What the gradebook keeps of a result's variant, feedback policy and late policy (`late`: a grading.late.Late)."
+    record = {"variant": result.get("variant", ""), "feedback": result.get("feedback", "full")}
+    if late is not None:
+        penalty = result["score"] * late.penalty
+        record.update(
+            submitted_at=late.submitted_at,
+            late_by_hours=late.late_by_hours,
+            penalty=round(penalty, 4),
+            final_score=round(max(0.0, result["score"] - penalty), 4),
+        )
+    return record
+
+
+def apply_late(rows, late):
+    "Fill the rows' late columns from {(student, assignment): grading.late.Late}; a bad timestamp is a problem."
+    for row in rows:
+        found = late.get((row.student, row.assignment))
+        if found is None:
+            continue
+        row.submitted_at, row.late_by_hours = found.submitted_at, found.late_by_hours
+        row.penalty = row.score * found.penalty
+        row.note = "; ".join(n for n in [row.note, found.note] if n)
+        row.problem = row.problem or found.problem
+    return rows
+
+
+def write_gradebook(results, problems, path, manual=None, late=None):
     book = {}
     for r in results:
         entry = book.setdefault(r["student"], {})[r["assignment"]] = {
@@ -331,6 +409,7 @@ def write_gradebook(results, problems, path, manual=None):
         }
         if (manual or {}).get(r["assignment"]):
             entry["manual_points"] = manual[r["assignment"]]  # marked by hand in OUT/marking, not in the score
+        entry.update(late_record(r, (late or {}).get((r["student"], r["assignment"]))))
     for p in problems:
         book.setdefault(p.student, {})[p.assignment or p.notebook] = {"score": 0, "max_score": 0, "note": p.note}
     write_atomic(path, json.dumps(book, indent=1, sort_keys=True))
@@ -374,9 +453,17 @@ def autograde(
     memory_mb=MEMORY_MB,
     log=None,
     unsafe_no_sandbox=False,
+    secret_file=None,
+    feedback="full",
+    late=None,
+    now=None,
 ):
-    "Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/."
+    """Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/.
+    `secret_file`: the course secret the hidden tests' variants come from (default OUT/.grading-secret, made on first
+    use); `feedback`: full, summary or none (grading.feedback); `late`: a grading.late.Policy; `now`: its clock."""
     log = log or (lambda message: None)
+    if feedback not in POLICIES:
+        raise GradingError(f"--feedback {feedback!r}: expected one of {', '.join(POLICIES)}.")
     sandboxed = sandbox.check(unsafe=unsafe_no_sandbox)
     notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
     notebooks = course_notebooks(notebooks_dir)
@@ -387,6 +474,7 @@ def autograde(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):
+        policies = Policies(variant_secret(out, secret_file, log), feedback, late or Policy(), now)
         return _autograde(
             out,
             submissions,
@@ -401,7 +489,26 @@ def autograde(
             memory_mb,
             log,
             sandboxed,
+            policies,
         )
+
+
+@dataclass
+class Policies:
+    "The instructor's choices of one run besides its limits."
+
+    secret: bytes  # the course secret (grading.variant): it stays in this process
+    feedback: str = "full"  # what the students' pages show (grading.feedback)
+    late: Policy = None  # due dates and the penalty (grading.late)
+    now: object = None  # the late policy's clock: a datetime, or None for the real one
+
+
+def variant_secret(out, secret_file, log):
+    "The course secret: --secret-file, or OUT/.grading-secret (made, mode 0600, the first time)."
+    path = Path(secret_file) if secret_file else out / SECRET_FILE
+    if not path.exists():
+        log(f"made a new course secret for the hidden tests' variants: {path} (keep it to regrade alike)")
+    return read_secret(path, create=True)
 
 
 @contextlib.contextmanager
@@ -432,6 +539,7 @@ def _autograde(
     memory_mb,
     log,
     sandboxed,
+    policies,
 ):
     state = out / ".grading"
     if found:
@@ -442,12 +550,19 @@ def _autograde(
     tests = {stem: test_cells(nb) for stem, nb in instructor.items()}
     setup = {stem: setup_fingerprint(nb) for stem, nb in instructor.items()}
     done, todo = {}, []
+    variants = {(s, a): variant_id(policies.secret, s, a) for s, a, _ in found}
+    late = {(s, a): assess(policies.late, a, path, policies.now) for s, a, path in found}
+    log_policies(policies, out, found, log)
     for student, assignment, path in found:
-        fingerprint = {"submission": file_fingerprint(path), "setup": setup[assignment]}
+        fingerprint = {
+            "submission": file_fingerprint(path),
+            "setup": setup[assignment],
+            "variant": variants[(student, assignment)],
+        }
         previous = load_result(result_path(out, student, assignment))
         action = plan(previous, fingerprint, tests[assignment])
         if action == "skip":
-            done[(student, assignment)] = previous
+            done[(student, assignment)] = refeedback(out, previous, policies.feedback)
         else:
             todo.append((student, assignment, path, fingerprint, previous if action == "tests" else None))
     if done:
@@ -458,8 +573,8 @@ def _autograde(
     def publish():
         with results_lock:
             results = [done[k] for k in sorted(done)]
-            rows = rows_of(results, problems, manual)
-            write_gradebook(results, problems, out / "gradebook.json", manual)
+            rows = apply_late(rows_of(results, problems, manual), late)
+            write_gradebook(results, problems, out / "gradebook.json", manual, late)
             write_table(rows, out / "grades.csv")
         return rows
 
@@ -484,13 +599,16 @@ def _autograde(
                 earlier_modules=[modules[s] for s in order[:index] if modules[s]],
                 scratch=str(scratch),
                 result=str(jobs / f"{student}__{assignment}.json"),
-                feedback=str(out / "feedback" / student / f"{assignment}.html"),
+                feedback=str(feedback_path(out, student, assignment)),
                 feedback_course=str(courses[assignment]),
                 cell_timeout=cell_timeout or CELL_TIMEOUT,
                 notebook_timeout=notebook_timeout,
                 sandboxed=sandboxed,
                 memory_mb=memory_mb,
                 fingerprint=fingerprint,
+                variant=variants[(student, assignment)],
+                feedback_policy=policies.feedback,
+                page=str(page_path(out, student, assignment)),
             )
             result, failure = run_job(spec, jobs / f"{student}__{assignment}.spec.json", notebook_timeout)
             if failure is not None:

@@ -73,6 +73,9 @@ def cmd_autograde(args):
         progress=_progress(),
         log=print,
         unsafe_no_sandbox=args.unsafe_no_sandbox,
+        secret_file=args.secret_file,
+        feedback=args.feedback,
+        late=late_policy(args),
     )
     print_table(rows)
     failed = [r for r in rows if r.problem]
@@ -80,6 +83,13 @@ def cmd_autograde(args):
         print(f"error: {r.student}/{r.assignment}: {r.note}", file=sys.stderr)
     print_outputs(Path(args.out))
     return 1 if failed else 0
+
+
+def late_policy(args):
+    "The late policy of --due, --due-file, --released and --late-penalty (grading.late), checked before grading."
+    from .late import make_policy
+
+    return make_policy(args.due or (), args.due_file, args.late_penalty, args.released)
 
 
 def warn_if_unsafe(args):
@@ -263,6 +273,33 @@ def parser():
         "--unsafe-no-sandbox",
         action="store_true",
         help="grade even where bubblewrap cannot run (students' code then runs with your permissions)",
+    )
+    p.add_argument(
+        "--secret-file",
+        default=None,
+        help="the course secret the hidden tests' per-student inputs come from (default OUT/.grading-secret, "
+        "made on first use); keep it to regrade with the same inputs",
+    )
+    p.add_argument(
+        "--feedback",
+        default="full",
+        choices=["full", "summary", "none"],
+        help="what the students' feedback pages show: full (every test's message), summary (the total, the "
+        "visible tests, the hidden tests as a count) or none (no pages); the grade table is the same",
+    )
+    p.add_argument(
+        "--due",
+        action="append",
+        default=None,
+        metavar="[ASSIGNMENT=]DATE",
+        help="due date, e.g. 2026-12-01T23:59 (every assignment) or 09_nn=2026-12-01T23:59 (repeatable)",
+    )
+    p.add_argument("--due-file", default=None, help='JSON {"<assignment>": "<due>" or {"due": ..., "released": ...}}')
+    p.add_argument("--released", default=None, metavar="DATE", help="when the assignments were released")
+    p.add_argument(
+        "--late-penalty",
+        default="none",
+        help="none (default), zero, or P%%/day or P%%/hour with an optional cap: 10%%/day,max=50%%",
     )
     p.set_defaults(run=cmd_autograde)
     p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")

@@ -52,6 +52,9 @@ class Spec:
     sandboxed: bool = True  # False only with --unsafe-no-sandbox
     memory_mb: int = MEMORY_MB
     fingerprint: dict = field(default_factory=dict)
+    variant: str = ""  # this submission's variant of the hidden tests (grading.variant); never the secret
+    feedback_policy: str = "full"  # how much the student's page shows: full, summary or none (grading.feedback)
+    page: str = ""  # where nbgrader's run of the notebook is kept, to write the page again under another policy
 
     @classmethod
     def load(cls, path):
@@ -201,7 +204,12 @@ def grade(spec):
         verdicts, note = grade_cells(
             instructor, restored, spec, package, Path(spec.reference), workdir / "runner", spec.sandboxed, deadline
         )
-        result = score(spec, tests, verdicts, {}, [note])
+        hidden = {
+            nbgrader_meta(c)["grade_id"]
+            for c in instructor.cells
+            if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
+        }
+        result = score(spec, tests, verdicts, {}, [note], hidden)
         write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
         html = None
         try:
@@ -209,13 +217,10 @@ def grade(spec):
         except GradingError as error:
             nbgrader_tests = {}
             note = "; ".join(n for n in [note, f"no feedback: {error}"] if n)
-        hidden = {
-            nbgrader_meta(c)["grade_id"]
-            for c in instructor.cells
-            if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
-        }
         result = score(spec, tests, verdicts, nbgrader_tests, [note], hidden)
         result["manual_points"] = manual_points(instructor)
+        if html is not None and spec.page:
+            write_atomic(spec.page, html)
         write_feedback(html, spec, result)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -233,6 +238,7 @@ def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
             "max_score": points,
             "fingerprint": fingerprint,
             "message": message,
+            "hidden": test_id in hidden,
         }
         notebook_score = nbgrader_tests.get(test_id, (None,))[0]
         if notebook_score and not passed and test_id not in hidden:  # (the feedback run has no hidden tests)
@@ -253,31 +259,18 @@ def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
         "fingerprint": spec.fingerprint,
         "isolation": "sandbox" if spec.sandboxed else "none (--unsafe-no-sandbox)",
         "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "variant": spec.variant,
+        "feedback": spec.feedback_policy,
     }
 
 
 def write_feedback(page, spec, result):
-    "The feedback page: the verdict's score for each test at the top, then nbgrader's run of the notebook."
-    import html
+    "The feedback page (grading.feedback, under the run's policy): the verdict at the top, then nbgrader's run."
+    from .feedback import publish
 
-    lines = "".join(
-        f"<li>{'✔' if r['score'] == r['max_score'] else '✘'} <b>{html.escape(t)}</b> {r['score']:g}/{r['max_score']:g}"
-        + (f": {html.escape(r['message'])}" if r["message"] and r["score"] < r["max_score"] else "")
-        + "</li>"
-        for t, r in result["tests"].items()
+    publish(
+        spec.feedback, page, spec.assignment, result, spec.feedback_policy, manual_note(result.get("manual_points", 0))
     )
-    banner = (
-        f'<div id="tinytorch-score" style="border:2px solid #444;padding:8px;margin:8px">'
-        f"<h2>{html.escape(spec.assignment)}: {result['score']:g} / {result['max_score']:g}</h2>"
-        f"<p>Scores come from the grader's run of the instructor's tests against your exported code; below is "
-        f"your notebook as it ran (visible tests only).</p>"
-        f"<ul>{lines}</ul>{'<p>' + html.escape(result['note']) + '</p>' if result['note'] else ''}"
-        f"{manual_note(result.get('manual_points', 0))}</div>"
-    )
-    if page is None:
-        page = "<html><body></body></html>"
-    page = page.replace("<body>", "<body>" + banner, 1) if "<body>" in page else banner + page
-    write_atomic(spec.feedback, page)
 
 
 def manual_note(points):

@@ -1,0 +1,129 @@
+"""How much the students' feedback pages show (`--feedback full|summary|none`), and that the policy is recorded;
+with one real autograde run: variants recorded per student, pages rewritten under another policy without regrading."""
+
+import csv
+import json
+
+import pytest
+
+from conftest import REPO, run_cli
+from grading.autograde import page_path, refeedback, result_path
+from grading.demo import solved
+from grading.errors import GradingError
+from grading.feedback import publish
+from grading.notebooks import read_notebook, write_notebook
+
+
+def result(**tests):
+    rows = {
+        name: {"score": s, "max_score": m, "message": msg, "hidden": name.endswith("_hidden"), "fingerprint": "f"}
+        for name, (s, m, msg) in tests.items()
+    }
+    return {
+        "student": "ada",
+        "assignment": "09_nn",
+        "tests": rows,
+        "score": sum(r["score"] for r in rows.values()),
+        "max_score": sum(r["max_score"] for r in rows.values()),
+        "note": "",
+        "fingerprint": {},
+    }
+
+
+GRADED = result(
+    linear=(1, 1, ""),
+    linear_hidden=(0, 2, "AssertionError: the secret shapes (5, 7)"),
+    module=(0, 1, "AssertionError: visible message"),
+    module_hidden=(2, 2, ""),
+)
+PAGE = "<html><body><p>the notebook as it ran</p></body></html>"
+
+
+def test_full_shows_every_test_and_its_message(tmp_path):
+    publish(tmp_path / "p.html", PAGE, "09_nn", GRADED, "full")
+    page = (tmp_path / "p.html").read_text()
+    assert "linear_hidden" in page and "the secret shapes" in page and "visible message" in page
+    assert "09_nn: 3 / 6" in page and "the notebook as it ran" in page
+
+
+def test_summary_shows_the_total_the_visible_tests_and_only_a_count_of_hidden_ones(tmp_path):
+    publish(tmp_path / "p.html", PAGE, "09_nn", GRADED, "summary")
+    page = (tmp_path / "p.html").read_text()
+    assert "09_nn: 3 / 6" in page and "<b>linear</b>" in page and "<b>module</b>" in page
+    assert "hidden tests: 1 of 2 passed" in page
+    assert "linear_hidden" not in page and "module_hidden" not in page and "secret shapes" not in page
+
+
+def test_none_writes_no_page_and_removes_an_earlier_one(tmp_path):
+    publish(tmp_path / "p.html", PAGE, "09_nn", GRADED, "full")
+    publish(tmp_path / "p.html", PAGE, "09_nn", GRADED, "none")
+    assert not (tmp_path / "p.html").exists()
+    with pytest.raises(GradingError, match="expected one of full, summary, none"):
+        publish(tmp_path / "p.html", PAGE, "09_nn", GRADED, "totals")
+
+
+def test_a_kept_result_gets_its_page_again_under_a_new_policy(tmp_path):
+    kept = dict(GRADED, feedback="full")
+    result_path(tmp_path, "ada", "09_nn").parent.mkdir(parents=True)
+    result_path(tmp_path, "ada", "09_nn").write_text(json.dumps(kept))
+    page_path(tmp_path, "ada", "09_nn").write_text(PAGE)
+    again = refeedback(tmp_path, kept, "summary")
+    page = (tmp_path / "feedback" / "ada" / "09_nn.html").read_text()
+    assert again["feedback"] == "summary" and "hidden tests: 1 of 2 passed" in page and "the notebook as it" in page
+    assert json.loads(result_path(tmp_path, "ada", "09_nn").read_text())["feedback"] == "summary", "recorded"
+    assert refeedback(tmp_path, again, "summary") is again, "the same policy: nothing to do"
+
+
+def test_an_unknown_policy_is_refused_by_the_command(tmp_path):
+    result = run_cli("autograde", tmp_path, "--out", tmp_path / "out", "--feedback", "totals")
+    assert result.returncode == 2 and "invalid choice: 'totals'" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def two_students(kit, tmp_path_factory):
+    "ada and bo hand in the same solved 09_nn; graded with --feedback summary."
+    root = tmp_path_factory.mktemp("policy")
+    source = read_notebook(REPO / "notebooks" / "09_nn.ipynb")
+    nb = solved(read_notebook(kit / "09_nn" / "09_nn.ipynb"), source)
+    for student in ("ada", "bo"):
+        write_notebook(nb, root / "submissions" / student / "09_nn" / "09_nn.ipynb")
+    out = root / "grades"
+    first = run_cli("autograde", root / "submissions", "--out", out, "--feedback", "summary")
+    assert first.returncode == 0, first.stderr
+    return root, out, first
+
+
+def grades(out):
+    with open(out / "grades.csv") as f:
+        return [{k: v for k, v in r.items() if k != "note"} for r in csv.DictReader(f)]
+
+
+def test_each_student_has_a_recorded_variant_and_full_marks(two_students):
+    _, out, _ = two_students
+    book = json.loads((out / "gradebook.json").read_text())
+    ada, bo = book["ada"]["09_nn"], book["bo"]["09_nn"]
+    assert ada["score"] == ada["max_score"] == bo["score"] > 0, "a right answer passes every variant"
+    assert len(ada["variant"]) == 16 and ada["variant"] != bo["variant"]
+    assert ada["feedback"] == "summary"
+    secret = (out / ".grading-secret").read_bytes().strip()
+    assert secret.decode() not in (out / "gradebook.json").read_text(), "the secret is never in the gradebook"
+
+
+def test_summary_pages_hide_the_hidden_tests_names(two_students):
+    _, out, _ = two_students
+    page = (out / "feedback" / "ada" / "09_nn.html").read_text()
+    assert "hidden tests: 2 of 2 passed" in page and "linear_hidden" not in page.split("</div>")[0]
+
+
+def test_another_policy_later_rewrites_the_pages_without_grading_again(two_students):
+    root, out, _ = two_students
+    before = grades(out)
+    none = run_cli("autograde", root / "submissions", "--out", out, "--feedback", "none")
+    assert none.returncode == 0, none.stderr
+    assert "2 submissions already graded" in none.stdout and "(the previous run: summary)" in none.stdout
+    assert not (out / "feedback" / "ada" / "09_nn.html").exists() and grades(out) == before
+    full = run_cli("autograde", root / "submissions", "--out", out, "--feedback", "full")
+    assert full.returncode == 0 and "2 submissions already graded" in full.stdout
+    page = (out / "feedback" / "bo" / "09_nn.html").read_text()
+    assert "linear_hidden" in page and grades(out) == before
+    assert json.loads((out / "gradebook.json").read_text())["bo"]["09_nn"]["feedback"] == "full"

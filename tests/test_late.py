@@ -1,0 +1,142 @@
+"""The late policy (grading.late): due dates, the penalty, the submission's time, and the grade table's columns.
+Every time is fixed: no test sleeps or reads the clock."""
+
+import csv
+import os
+from datetime import timedelta
+
+import pytest
+
+from conftest import run_cli
+from grading.autograde import Row, apply_late, write_table
+from grading.errors import GradingError
+from grading.late import Policy, assess, make_policy, parse_penalty, parse_time
+
+NOW = parse_time("2026-12-10T12:00+00:00", "test")
+DUE = "2026-12-01T23:59+00:00"
+
+
+def submission(tmp_path, stamp=None, mtime=None, student="ada"):
+    "A submission folder with its notebook, and timestamp.txt when `stamp` is given."
+    folder = tmp_path / student / "09_nn"
+    folder.mkdir(parents=True)
+    notebook = folder / "09_nn.ipynb"
+    notebook.write_text("{}")
+    if stamp is not None:
+        (folder / "timestamp.txt").write_text(stamp)
+    if mtime is not None:
+        os.utime(notebook, (mtime.timestamp(), mtime.timestamp()))
+    return notebook
+
+
+def test_times_as_nbgrader_writes_them_and_as_iso_8601():
+    utc = parse_time("2026-12-02 01:59:00.123456 UTC", "timestamp.txt")
+    assert utc == parse_time("2026-12-02T01:59:00.123456Z", "x") == parse_time("2026-12-02T02:59:00.123456+01:00", "x")
+    assert parse_time("2026-12-02 02:59:00 +0100", "x") == utc.replace(microsecond=0)
+    assert parse_time("2026-12-01T23:59", "x").tzinfo is not None, "no zone: the grading machine's local time"
+
+
+def test_a_malformed_due_date_names_the_option_and_the_format():
+    with pytest.raises(GradingError, match=r"--due 1 December.*expected YYYY-MM-DDTHH:MM"):
+        make_policy(["1 December"])
+    with pytest.raises(GradingError, match=r"--due 09_nn=tomorrow: 'tomorrow' is not a date"):
+        make_policy(["09_nn=tomorrow"])
+
+
+def test_a_due_file_maps_assignments_and_its_errors_name_the_file(tmp_path):
+    good = tmp_path / "due.json"
+    good.write_text(
+        '{"09_nn": "2026-12-01T23:59Z", "10_optimizers": {"due": "2026-12-08T23:59Z", "released": "2026-12-02T09:00Z"}}'
+    )
+    policy = make_policy(["10_optimizers=2026-12-09T23:59Z"], good, "10%/day")
+    assert policy.due_of("09_nn") == parse_time("2026-12-01T23:59Z", "x")
+    assert policy.due_of("10_optimizers") == parse_time("2026-12-09T23:59Z", "x"), "the command line wins"
+    assert policy.released_of("10_optimizers") == parse_time("2026-12-02T09:00Z", "x")
+    assert policy.due_of("11_training") is None
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"09_nn": "next Friday"}')
+    with pytest.raises(GradingError, match=r"bad.json: 09_nn: due: 'next Friday' is not a date and time; expected"):
+        make_policy(due_file=bad)
+    bad.write_text("[1, 2")
+    with pytest.raises(GradingError, match="bad.json: not valid JSON"):
+        make_policy(due_file=bad)
+    with pytest.raises(GradingError, match="cannot read the due-date file"):
+        make_policy(due_file=tmp_path / "missing.json")
+
+
+def test_penalties_per_started_day_or_hour_with_a_cap():
+    ten = parse_penalty("10%/day")
+    assert ten.of(timedelta(0)) == 0 and ten.of(timedelta(minutes=1)) == pytest.approx(0.1)
+    assert ten.of(timedelta(days=1, seconds=1)) == pytest.approx(0.2)
+    assert ten.of(timedelta(days=30)) == 1.0, "never more than the score"
+    assert parse_penalty("10%/day, max=25%").of(timedelta(days=5)) == pytest.approx(0.25)
+    assert parse_penalty("5%/hour").of(timedelta(hours=2, minutes=1)) == pytest.approx(0.15)
+    assert parse_penalty("zero").of(timedelta(seconds=1)) == 1.0
+    assert parse_penalty("none").of(timedelta(days=3)) == 0.0
+    for bad in ("10 percent", "10%/week", "150%/day", "10%/day,max=200%"):
+        with pytest.raises(GradingError, match="expected 'none', 'zero', or"):
+            parse_penalty(bad)
+    with pytest.raises(GradingError, match="needs a due date"):
+        make_policy(penalty="10%/day")
+
+
+def test_the_time_comes_from_timestamp_txt_else_from_the_notebooks_mtime(tmp_path):
+    policy = make_policy([DUE], penalty="10%/day")
+    late = assess(policy, "09_nn", submission(tmp_path, "2026-12-03 10:00:00.000000 UTC"), NOW)
+    assert late.submitted_at == "2026-12-03T10:00:00+00:00"
+    assert late.late_by_hours == pytest.approx(34.02) and late.penalty == pytest.approx(0.2) and not late.problem
+    on_time = assess(policy, "09_nn", submission(tmp_path, "2026-12-01 23:00:00 UTC", student="bo"), NOW)
+    assert on_time.late_by_hours == 0 and on_time.penalty == 0 and on_time.note == ""
+    by_mtime = submission(tmp_path, mtime=parse_time("2026-12-02T00:30+00:00", "x"), student="cy")
+    late = assess(policy, "09_nn", by_mtime, NOW)
+    assert late.penalty == pytest.approx(0.1) and "file time" in late.note
+
+
+def test_a_malformed_timestamp_is_reported_with_the_file_and_the_format(tmp_path):
+    policy = make_policy([DUE], penalty="10%/day")
+    late = assess(policy, "09_nn", submission(tmp_path, "yesterday, around noon"), NOW)
+    assert late.problem and late.penalty == 0
+    assert "ada/09_nn/timestamp.txt" in late.note and "expected YYYY-MM-DDTHH:MM" in late.note
+    empty = assess(policy, "09_nn", submission(tmp_path, "", student="bo"), NOW)
+    assert empty.problem and "timestamp.txt: empty" in empty.note
+    assert assess(Policy(), "09_nn", submission(tmp_path, "junk", student="cy"), NOW).note == "", "no due date"
+
+
+def test_a_timestamp_in_the_future_or_before_the_release_is_reported_not_penalised(tmp_path):
+    policy = make_policy([DUE], penalty="zero", released="2026-11-20T09:00Z")
+    future = assess(policy, "09_nn", submission(tmp_path, "2027-01-01 00:00:00 UTC"), NOW)
+    assert future.penalty == 0 and "in the future" in future.note and not future.problem
+    early = assess(policy, "09_nn", submission(tmp_path, "2026-11-01 00:00:00 UTC", student="bo"), NOW)
+    assert early.penalty == 0 and "before the release" in early.note
+
+
+def test_the_grade_table_keeps_the_score_and_adds_the_late_columns(tmp_path):
+    policy = make_policy([DUE], penalty="10%/day")
+    late = {
+        ("ada", "09_nn"): assess(policy, "09_nn", submission(tmp_path, "2026-12-03 10:00:00 UTC"), NOW),
+        ("bo", "09_nn"): assess(policy, "09_nn", submission(tmp_path, "2026-12-01 12:00:00 UTC", student="bo"), NOW),
+    }
+    rows = apply_late([Row("ada", "09_nn", "09_nn.ipynb", 10, 12), Row("bo", "09_nn", "09_nn.ipynb", 12, 12)], late)
+    write_table(rows, tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv") as f:
+        ada, bo = csv.DictReader(f)
+    assert ada["score"] == "10" and ada["late_by_hours"] == "34.02" and ada["penalty"] == "2"
+    assert ada["final_score"] == "8" and ada["submitted_at"] == "2026-12-03T10:00:00+00:00"
+    assert bo["score"] == bo["final_score"] == "12" and bo["late_by_hours"] == "0" and bo["penalty"] == "0"
+
+
+def test_the_command_refuses_a_bad_due_date_before_grading(tmp_path):
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    result = run_cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", "--due", "soon", "--unsafe-no-sandbox")
+    assert result.returncode == 2 and "--due soon: 'soon' is not a date and time; expected" in result.stderr
+    assert not (tmp_path / "out").exists(), "nothing is graded or written"
+
+
+def test_the_lms_export_takes_the_final_score():
+    from types import SimpleNamespace
+
+    from grading.lms import grade_cell
+
+    book = {"ada": {"09_nn": {"score": 10, "max_score": 12, "final_score": 8}}, "bo": {"09_nn": {"score": 12}}}
+    assert grade_cell(book, SimpleNamespace(student="ada"), "09_nn", "blank") == "8"
+    assert grade_cell(book, SimpleNamespace(student="bo"), "09_nn", "blank") == "12", "an older gradebook: the score"
