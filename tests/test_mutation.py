@@ -587,7 +587,9 @@ def graded_mutants(kit, tmp_path_factory):
         )
         nb = solved(read_notebook(kit / notebook / f"{notebook}.ipynb"), source, edit=mutate(old, new))
         write_notebook(nb, root / "submissions" / f"correct{number:02d}" / notebook / f"{notebook}.ipynb")
-    result = run_cli("autograde", root / "submissions", "--out", root / "grades")
+    secret = root / "secret"  # a fixed course secret: the same hidden-test variants in every run of this suite
+    secret.write_text("mutation-suite-secret-0123456789\n")
+    result = run_cli("autograde", root / "submissions", "--out", root / "grades", "--secret-file", secret)
     assert result.returncode == 0, result.stderr
     return json.loads((root / "grades" / "gradebook.json").read_text())
 

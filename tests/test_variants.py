@@ -60,6 +60,20 @@ def test_only_hidden_tests_draw_from_the_variant():
             assert "variant_rng" not in visible and "grading.variant" not in visible, f"{stem}: {cell.get('id')}"
 
 
+def test_every_hidden_test_that_draws_random_inputs_draws_them_from_the_variant():
+    fixed = []
+    for stem, path in course_notebooks().items():
+        for cell in read_notebook(path).cells:
+            if HIDDEN_BEGIN not in cell.source:
+                continue
+            hidden = cell.source.split(HIDDEN_BEGIN)[1]
+            if "default_rng(" in hidden or "np.random." in hidden.replace("np.random.default_rng", ""):
+                fixed.append(f"{stem} {cell.get('id')}")
+            elif "rng" in hidden:
+                assert "variant_rng(" in hidden, f"{stem} {cell.get('id')}: draws from a generator it did not make"
+    assert not fixed, f"hidden tests with a fixed seed (use grading.variant.variant_rng): {fixed}"
+
+
 DRAW = r"""
 import copy, json, os, sys
 import nbformat
