@@ -508,3 +508,21 @@ def test_check_backward_names_a_promoted_dtype():
 
     with pytest.raises(GradcheckError, match="the input is float32 but its gradient is float64"):
         check_backward(Promotes, lambda v: v * 1.0, [np.ones(3, dtype=np.float32)])
+
+
+def test_each_tensor_method_is_the_operation_function_that_names_its_rule():
+    import inspect
+
+    import tinytorch.core.autograd as autograd
+
+    for method, function, rule in [("__mul__", "mul", "MulBackward"), ("sum", "reduce_sum", "SumBackward")]:
+        assert getattr(Tensor, method) is getattr(autograd, function)
+        assert rule in inspect.getsource(getattr(autograd, function))
+
+
+def test_mean_records_one_node_and_nothing_of_the_sum_it_is_made_from():
+    x = Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    m = x.mean(axis=0)
+    assert type(m._grad_fn).__name__ == "MeanBackward" and m._grad_fn.saved_tensors[0] is x
+    assert np.allclose(m.data, [1.5, 2.5, 3.5])
+    assert Tensor(np.ones(4, dtype=np.float32), requires_grad=True).mean().data.dtype == np.float32
