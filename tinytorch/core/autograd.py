@@ -41,69 +41,69 @@ _PLAIN = {}  # the plain Tensor methods of notebook 01, captured once, before pa
 # enable_autograd() makes each Tensor method one of these functions, so `a * b` runs mul(a, b) below.
 
 
-def add(a, b):
+def add(a: Tensor, b) -> Tensor:
     b = Tensor._lift(b)
     return attach(_PLAIN["__add__"](a, b), AddBackward, a, b)
 
 
-def sub(a, b):
+def sub(a: Tensor, b) -> Tensor:
     b = Tensor._lift(b)
     return attach(_PLAIN["__sub__"](a, b), SubBackward, a, b)
 
 
-def mul(a, b):
+def mul(a: Tensor, b) -> Tensor:
     b = Tensor._lift(b)
     return attach(_PLAIN["__mul__"](a, b), MulBackward, a, b)
 
 
-def div(a, b):
+def div(a: Tensor, b) -> Tensor:
     b = Tensor._lift(b)
     return attach(_PLAIN["__truediv__"](a, b), DivBackward, a, b)
 
 
-def matmul(a, b):
+def matmul(a: Tensor, b) -> Tensor:
     b = Tensor._lift(b)
     return attach(_PLAIN["__matmul__"](a, b), MatmulBackward, a, b)
 
 
-def neg(a):
+def neg(a: Tensor) -> Tensor:
     return attach(_PLAIN["__neg__"](a), NegBackward, a)
 
 
-def power(a, exponent):
+def power(a: Tensor, exponent: float) -> Tensor:
     return attach(_PLAIN["__pow__"](a, exponent), PowBackward, a, exponent=exponent)
 
 
-def exp(a):
+def exp(a: Tensor) -> Tensor:
     out = _PLAIN["exp"](a)
     return attach(out, ExpBackward, a, output=out)
 
 
-def log(a):
+def log(a: Tensor) -> Tensor:
     return attach(_PLAIN["log"](a), LogBackward, a)
 
 
-def reduce_sum(a, axis=None, keepdims=False):
+def reduce_sum(a: Tensor, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
     return attach(_PLAIN["sum"](a, axis, keepdims), SumBackward, a, axis=axis, keepdims=keepdims)
 
 
-def reduce_mean(a, axis=None, keepdims=False):
+def reduce_mean(a: Tensor, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Tensor:
     # From the plain sum: the plain mean calls a.sum(), which by now is reduce_sum and would record a node of its own.
     total = _PLAIN["sum"](a, axis, keepdims)
     count = max(a.data.size // max(total.data.size, 1), 1)
     return attach(Tensor(total.data / count), MeanBackward, a, axis=axis, keepdims=keepdims)
 
 
-def reshape(a, *shape):
+def reshape(a: Tensor, *shape: int) -> Tensor:
     return attach(_PLAIN["reshape"](a, *shape), ReshapeBackward, a)
 
 
-def transpose(a, *axes):
+def transpose(a: Tensor, *axes: int) -> Tensor:
     axes = as_tuple(axes)
     return attach(_PLAIN["transpose"](a, *axes), TransposeBackward, a, axes=axes)
 
 
-def index(a, where):
+def index(a: Tensor, where) -> Tensor:
     where = where.data if isinstance(where, Tensor) else where
     return attach(_PLAIN["__getitem__"](a, where), IndexBackward, a, index=where)
 
@@ -205,13 +205,21 @@ def _call_rule(function, grad, create_graph):
     return checked
 
 # %% ../../notebooks/06_autograd.ipynb #c06-012
-def backward(self, grad_output=None, retain_graph=None, create_graph=False):
+def backward(
+    self, grad_output: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False
+) -> None:
     "Compute the gradient of this tensor with respect to every leaf, adding it to each leaf's `.grad`."
     for leaf, grad in run_backward(self, grad_output, retain_graph, create_graph):
         leaf.grad = grad if leaf.grad is None else leaf.grad + grad
 
 
-def grad(output, inputs, grad_output=None, retain_graph=None, create_graph=False):
+def grad(
+    output: Tensor,
+    inputs: list[Tensor],
+    grad_output: Tensor | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+) -> list[Tensor | None]:
     "Return the gradients of `output` with respect to `inputs` (leaf tensors) without touching any `.grad`."
     global _keep_retained
     _keep_retained = False
@@ -222,22 +230,22 @@ def grad(output, inputs, grad_output=None, retain_graph=None, create_graph=False
     return [found.get(id(t)) for t in inputs]
 
 
-def zero_grad(self):
+def zero_grad(self) -> None:
     "Forget the accumulated gradient."
     self.grad = None
 
 
-def detach(self):
+def detach(self) -> Tensor:
     "The same numbers, cut from the graph: a leaf that does not require a gradient."
     return Tensor(self.data)
 
 
-def requires_grad_(self, flag=True):
+def requires_grad_(self, flag: bool = True) -> Tensor:
     self.requires_grad = flag
     return self
 
 
-def retain_grad(self):
+def retain_grad(self) -> None:
     "Make backward() store this tensor's gradient in `.grad` even though it is not a leaf (a leaf keeps it anyway)."
     if not self.requires_grad:
         raise RuntimeError(
@@ -269,7 +277,7 @@ def _set_grad(self, value):
 NOTICE = "autograd enabled: Tensor now records operations for backward()"
 
 
-def enable_autograd(quiet=False):
+def enable_autograd(quiet: bool = False) -> None:
     "Teach Tensor to record its operations; print a notice unless `quiet`. Calling it again changes nothing."
     if getattr(Tensor, "_tracked_ops", None) is not TRACKED:
         _patch_tensor()
@@ -293,7 +301,7 @@ def _patch_tensor():
     Tensor._tracked_ops = TRACKED
 
 # %% ../../notebooks/06_autograd.ipynb #c06-inputs
-def inputs_of(tensor):
+def inputs_of(tensor: Tensor) -> list[Tensor]:
     "The tensors a result was computed from that need a gradient (none for a leaf or a freed graph)."
     function = tensor._grad_fn
     if function is None or function.saved_tensors is None:
@@ -301,7 +309,7 @@ def inputs_of(tensor):
     return [t for t in function.saved_tensors if isinstance(t, Tensor) and t.requires_grad]
 
 # %% ../../notebooks/06_autograd.ipynb #c06-006
-def topological_order(root):
+def topological_order(root: Tensor) -> list[Tensor]:
     "Tensors reachable from `root`, root first, each before all of its inputs. Iterative: no recursion limit."
     order, visited, stack = [], set(), [(root, False)]
     ### BEGIN SOLUTION
@@ -327,7 +335,9 @@ def accumulate(grads, tensor, grad):
     ### END SOLUTION
 
 # %% ../../notebooks/06_autograd.ipynb #c06-run
-def run_backward(root, grad_output=None, retain_graph=None, create_graph=False):
+def run_backward(
+    root: Tensor, grad_output: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False
+) -> list[tuple[Tensor, Tensor]]:
     "Backpropagate from `root`; return [(leaf, gradient)] for every leaf that requires a gradient."
     if retain_graph is None:
         retain_graph = create_graph  # a differentiable gradient still points into the forward graph

@@ -16,12 +16,12 @@ class Function:
 
     twice_differentiable = True  # False for rules computed with raw NumPy (see notebook 14)
 
-    def __init__(self, *tensors):
+    def __init__(self, *tensors: Tensor) -> None:
         ### BEGIN SOLUTION
         self.saved_tensors = tuple(tensors)
         ### END SOLUTION
 
-    def apply(self, grad_output):
+    def apply(self, grad_output: Tensor) -> tuple[Tensor | None, ...]:
         raise NotImplementedError(
             f"{type(self).__name__}.apply(grad_output) is missing: a backward rule must return one gradient per saved tensor."
         )
@@ -44,13 +44,13 @@ class Function:
 _grad_enabled = True
 
 
-def is_grad_enabled():
+def is_grad_enabled() -> bool:
     "True when operations record their backward Function."
     return _grad_enabled
 
 
 @contextmanager
-def set_grad_enabled(enabled):
+def set_grad_enabled(enabled: bool):
     "Turn recording on or off inside a `with` block, restoring the previous mode afterwards."
     global _grad_enabled
     previous, _grad_enabled = _grad_enabled, bool(enabled)
@@ -65,11 +65,11 @@ def no_grad():
     return set_grad_enabled(False)
 
 
-def requires_grad(tensor):
+def requires_grad(tensor) -> bool:
     return getattr(tensor, "requires_grad", False)
 
 # %% ../../notebooks/02_function.ipynb #c02-006
-def attach(result, function_cls, *inputs, **extras):
+def attach(result: Tensor, function_cls: type[Function], *inputs, **extras) -> Tensor:
     "Record `function_cls(*inputs, **extras)` as the Function that produced `result`, if a gradient is needed."
     ### BEGIN SOLUTION
     if _grad_enabled and any(requires_grad(t) for t in inputs):

@@ -23,7 +23,7 @@ def _as_number(result):
     return float(data.reshape(()))
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-005
-def numerical_grad(fn, inputs, eps=1e-6, wrt=None):
+def numerical_grad(fn, inputs, eps: float = 1e-6, wrt=None) -> list[np.ndarray | None]:
     "Central-difference gradient of the scalar `fn(*inputs)` for each input in `wrt` (all by default); None for the rest."
     wrap = Tensor if any(isinstance(x, Tensor) for x in inputs) else (lambda array: array)
     arrays = [np.array(x.data if isinstance(x, Tensor) else x) for x in inputs]
@@ -137,7 +137,16 @@ def _output_shape(forward, arrays, options):
         return None
 
 
-def check_backward(function_cls, forward, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, **options):
+def check_backward(
+    function_cls: type,
+    forward,
+    inputs: list[np.ndarray],
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    seed: int = 0,
+    **options,
+) -> bool:
     """Check `function_cls(...).apply` against central differences of the NumPy function `forward`. A wrong
     gradient's message names the known mistakes it matches and the smallest input shapes on which the rule fails."""
     name, arrays, wrt, grads, numeric = backward_and_numeric(function_cls, forward, inputs, eps, seed, **options)
@@ -464,7 +473,15 @@ def with_diagnosis(message, causes, smallest=None):
 FAST_SIZE = 2000
 
 
-def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, fast=None, seed=0):
+def gradcheck(
+    fn,
+    inputs: list[Tensor],
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    fast: bool | None = None,
+    seed: int = 0,
+) -> bool:
     """Compare the gradients backward() gives for every input with requires_grad against central differences.
     During backward() every saved tensor and every gradient is read-only, so a rule or an accumulation that writes
     in place fails; a float32 input must get a float32 gradient."""

@@ -12,35 +12,35 @@ class Tensor:
 
     __array_priority__ = 1000
 
-    def __init__(self, data, dtype=None):
+    def __init__(self, data, dtype=None) -> None:
         if isinstance(data, Tensor):
             data = data.data
         self.data = np.asarray(data, dtype=dtype)
 
     # What the tensor is
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return self.data.shape
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         return self.data.dtype
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return self.data.ndim
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self.data.size
 
     def __len__(self):
         return len(self.data)
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         return self.data
 
-    def item(self):
+    def item(self) -> float:
         return self.data.item()
 
     def __repr__(self):
@@ -90,10 +90,10 @@ class Tensor:
     def __neg__(self):
         return Tensor(-self.data)
 
-    def exp(self):
+    def exp(self) -> "Tensor":
         return Tensor(np.exp(self.data))
 
-    def log(self):
+    def log(self) -> "Tensor":
         return Tensor(np.log(self.data))
 
     # Matrix product
@@ -104,27 +104,27 @@ class Tensor:
         return Tensor._lift(other) @ self
 
     # Reductions
-    def sum(self, axis=None, keepdims=False):
+    def sum(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> "Tensor":
         return tensor_sum(self, axis, keepdims)  # Exercise 3
 
-    def mean(self, axis=None, keepdims=False):
+    def mean(self, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> "Tensor":
         "The sum divided by how many elements went into each result."
         count = self.data.size // max(self.sum(axis=axis, keepdims=keepdims).size, 1)
         return self.sum(axis=axis, keepdims=keepdims) / max(count, 1)
 
     # Shapes
-    def reshape(self, *shape):
+    def reshape(self, *shape: int) -> "Tensor":
         return Tensor(self.data.reshape(as_tuple(shape)))
 
-    def transpose(self, *axes):
+    def transpose(self, *axes: int) -> "Tensor":
         "Permute the axes (reverse them when none are given), as numpy.transpose does."
         return Tensor(self.data.transpose(as_tuple(axes) or None))
 
     @property
-    def T(self):
+    def T(self) -> "Tensor":
         return self.transpose()
 
-    def swapaxes(self, axis1, axis2):
+    def swapaxes(self, axis1: int, axis2: int) -> "Tensor":
         axes = list(range(self.ndim))
         axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
         return self.transpose(axes)
