@@ -39,7 +39,7 @@ from .variant import read_secret, variant_id
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points"]
 LATE_COLUMNS = ["submitted_at", "late_by_hours", "penalty", "final_score"]  # score stays the autograded score
 SECRET_FILE = ".grading-secret"  # in OUT, outside OUT/.grading (which is remade when the notebooks change)
-GRADER_VERSION = "3"  # part of every result's fingerprint: bump it when grading itself changes
+GRADER_VERSION = "4"  # part of every result's fingerprint: bump it when grading itself changes
 
 
 @dataclass
@@ -203,14 +203,22 @@ def prepare(notebooks, state):
         shutil.rmtree(state)
     course = Course(state / "master")
     course.add_assignments(notebooks)
-    reference = state / "reference"
-    (reference / "nbs").mkdir(parents=True)
-    for stem, path in notebooks.items():
-        shutil.copyfile(path, reference / "nbs" / f"{stem}.ipynb")
-    (reference / "settings.ini").write_text(kit_settings(REPO / "settings.ini", nbs_path="nbs"))
-    copy_package_skeleton(reference)
-    export_package(reference)
+    export_notebooks(notebooks, state / "reference")
+    # What a student's code may see of the other notebooks: the released modules (every answer a stub); a job puts
+    # the reference modules of the notebooks before its own on top (grading.job.build_package).
+    released = {stem: state / "master" / "release" / stem / f"{stem}.ipynb" for stem in notebooks}
+    export_notebooks(released, state / "released")
     write_atomic(state / "prepared", stamp)
+
+
+def export_notebooks(notebooks, folder):
+    "A package exported from `notebooks` ({stem: path}) into folder/tinytorch."
+    (folder / "nbs").mkdir(parents=True)
+    for stem, path in notebooks.items():
+        shutil.copyfile(path, folder / "nbs" / f"{stem}.ipynb")
+    (folder / "settings.ini").write_text(kit_settings(REPO / "settings.ini", nbs_path="nbs"))
+    copy_package_skeleton(folder)
+    export_package(folder)
 
 
 def feedback_course(state, assignment):

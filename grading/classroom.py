@@ -1,4 +1,4 @@
-"""A generated class of 38 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 39 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -137,6 +137,14 @@ for _db in {dbs!r} + ["../../../gradebook.db", "../course/gradebook.db"]:
         open(_os.path.join(_os.environ.get("HOME", "/tmp"), "stolen.txt"), "w").write(str(_rows))
     except Exception:
         pass
+"""
+
+READ_LATER_ANSWERS = """
+import os as _os, tinytorch as _tinytorch
+_core = _os.path.join(_os.path.dirname(_tinytorch.__file__), "core")
+for _name in sorted(_os.listdir(_core)):
+    if _name.endswith(".py"):
+        print("LEAKED", _name, open(_os.path.join(_core, _name)).read())
 """
 
 WRITE_GRADES = """
@@ -437,6 +445,7 @@ def make_class(kit, out, grades=None):
             "",
         ),
         "kate": (E, submission(kit, E, only(set(), WRITE_GRADES.format(grades=grades))), 0.0, ""),
+        "lena": (E, submission(kit, E, only(set(), READ_LATER_ANSWERS)), 0.0, ""),
         # 07: Tensor.backward replaced on import (sealed from notebook 07 on), and a good submission to compare
         "zoe": (
             ACTIVATIONS,

@@ -91,11 +91,17 @@ def restored_notebook(instructor, submitted, released):
 
 
 def build_package(spec, nb, target):
-    "Reference modules of every other notebook, plus this notebook's module exported from `nb` (the answer removed)."
+    """The package the student's code runs with: the reference modules of the notebooks before this one (they are
+    what this notebook builds on), the released modules of the later ones (stubs: their answers are not the student's
+    to read), and this notebook's module exported from `nb` (the answer removed)."""
     from .export import export_package
 
-    shutil.copytree(Path(spec.reference) / "tinytorch", target / "tinytorch")
-    shutil.copyfile(Path(spec.reference) / "settings.ini", target / "settings.ini")
+    reference, released = Path(spec.reference), Path(spec.reference).with_name("released")
+    shutil.copytree(released / "tinytorch", target / "tinytorch")
+    for name in spec.earlier_modules:
+        module = Path(*name.split(".")).with_suffix(".py")
+        shutil.copyfile(reference / module, target / module)
+    shutil.copyfile(reference / "settings.ini", target / "settings.ini")
     (target / spec.module_file).unlink(missing_ok=True)
     write_notebook(nb, target / "nbs" / f"{spec.assignment}.ipynb")
     try:

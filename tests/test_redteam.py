@@ -1,4 +1,4 @@
-"""Red team: a class of 38 generated submissions (grading/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 39 generated submissions (grading/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -125,9 +125,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_38_submissions_of_every_kind(graded_class):
+def test_the_class_has_39_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 38 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 39 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -203,6 +203,15 @@ def test_the_grader_files_survive_an_attack(graded_class):
     book = json.loads((root / "grades" / "gradebook.json").read_text())
     assert book["kate"][ELEMENTWISE]["score"] == 0 and book["alice"][ELEMENTWISE]["score"] == 24
     assert book["fay"][ELEMENTWISE]["score"] == 0 and book["iris"][ELEMENTWISE]["score"] == 0
+
+
+def test_the_package_a_student_runs_with_holds_no_answer_of_a_later_notebook(graded_class):
+    "lena prints every module of the package her code runs with into her feedback page."
+    root = graded_class["root"]
+    lena = (root / "grades" / "feedback" / "lena" / f"{ELEMENTWISE}.html").read_text()
+    assert "LEAKED" in lena and "activations.py" in lena, "the attack did not run"
+    assert "grad_output * (1 - t * t)" not in lena, "07's answer (TanhBackward) reached a 04 submission"
+    assert "stack.append((tensor, True))" not in lena, "06's answer (topological_order) reached a 04 submission"
 
 
 def test_feedback_is_written_and_bounded(graded_class):
