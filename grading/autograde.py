@@ -479,6 +479,9 @@ def autograde(
     instructor = {stem: read_notebook(p) for stem, p in notebooks.items()}
     known = {stem: {nbgrader_meta(c).get("grade_id") for c in nb.cells} for stem, nb in instructor.items()}
     found, problems = find_submissions(submissions, known)
+    # A notebook without tests or answers (15_viz: given code only) is a chapter to read, not an assignment.
+    given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}
+    found = [item for item in found if item[1] not in given]
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):

@@ -6,10 +6,10 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
-from tinytorch.core.autograd import draw_graph, graph_edges
 from tinytorch.core.function import Function
-from tinytorch.core.gradcheck import GradcheckError, plot_gradient_check
+from tinytorch.core.gradcheck import GradcheckError
 from tinytorch.core.tensor import Tensor
+from tinytorch.core.viz import draw_graph, graph_edges, plot_gradient_check
 
 
 def texts(figure):

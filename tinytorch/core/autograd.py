@@ -3,8 +3,7 @@
 # %% auto #0
 __all__ = ['TRACKED', 'NOTICE', 'add', 'sub', 'mul', 'div', 'matmul', 'neg', 'power', 'exp', 'log', 'reduce_sum', 'reduce_mean',
            'reshape', 'transpose', 'index', 'backward', 'grad', 'zero_grad', 'detach', 'requires_grad_', 'retain_grad',
-           'enable_autograd', 'inputs_of', 'topological_order', 'accumulate', 'run_backward', 'graph_edges',
-           'node_label', 'draw_graph']
+           'enable_autograd', 'inputs_of', 'topological_order', 'accumulate', 'run_backward']
 
 # %% ../../notebooks/06_autograd.ipynb #c06-002
 import warnings
@@ -366,72 +365,3 @@ def run_backward(
                 function.release()
         ### END SOLUTION
     return leaves
-
-# %% ../../notebooks/06_autograd.ipynb #c06-025
-def graph_edges(root):
-    "The tensors of root's graph, root first, and the edges (input, result) between them."
-    order = topological_order(root)
-    return order, [(inp, t) for t in order for inp in inputs_of(t)]
-
-
-def _layers(order):
-    "Column of each tensor: 0 for the root, one more than the furthest result it feeds."
-    depth = {id(order[0]): 0} if order else {}
-    for t in order:
-        for inp in inputs_of(t):
-            depth[id(inp)] = max(depth.get(id(inp), 0), depth[id(t)] + 1)
-    return depth
-
-
-def node_label(t):
-    name = type(t._grad_fn).__name__ if t._grad_fn is not None else "leaf"
-    return f"{name}\n{t.shape}" if t._grad_fn is None else name
-
-
-def draw_graph(root, ax=None):
-    "Draw the computation graph of `root` with matplotlib; return the figure."
-    import matplotlib.pyplot as plt
-
-    order, edges = graph_edges(root)
-    depth = _layers(order)
-    columns = max(depth.values(), default=0) + 1
-    rows = {}
-    for t in order:
-        rows.setdefault(depth[id(t)], []).append(t)
-    tallest = max((len(r) for r in rows.values()), default=1)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(2.4 * columns + 1, 1.2 * tallest + 1))
-    where = {}
-    for column, tensors in rows.items():
-        for row, t in enumerate(tensors):
-            where[id(t)] = (columns - 1 - column, (len(tensors) - 1) / 2 - row)
-    for inp, out in edges:
-        (x0, y0), (x1, y1) = where[id(inp)], where[id(out)]
-        ax.annotate(
-            "",
-            xy=(x1 - 0.3, y1),
-            xytext=(x0 + 0.3, y0),
-            arrowprops=dict(arrowstyle="->", color="grey", shrinkA=0, shrinkB=0),
-        )
-        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.08, str(inp.shape), ha="center", fontsize=8, color="dimgrey")
-    for t in order:
-        x, y = where[id(t)]
-        leaf = t._grad_fn is None
-        ax.text(
-            x,
-            y,
-            node_label(t),
-            ha="center",
-            va="center",
-            fontsize=9,
-            bbox=dict(
-                boxstyle="round", facecolor="#e8f0fe" if leaf else "#fff3d6", edgecolor="#4a7bd0" if leaf else "#d09a2c"
-            ),
-        )
-    x, y = where[id(root)]
-    ax.annotate(f"output {root.shape}", xy=(x, y - 0.25), ha="center", va="top", fontsize=8)
-    ax.set_xlim(-0.6, columns - 0.4)
-    ax.set_ylim(-tallest / 2 - 0.3, tallest / 2 + 0.3)
-    ax.axis("off")
-    plt.close(ax.figure)  # the notebook shows the returned figure once
-    return ax.figure

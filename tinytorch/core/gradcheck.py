@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['IN_PLACE_HINT', 'MAX_EXTRA_CHECKS', 'FAST_SIZE', 'SHARED_GRADIENT_HINT', 'numerical_grad', 'GradcheckError',
            'check_gradient_shape', 'compare_gradient', 'backward_and_numeric', 'check_dtype', 'check_backward',
-           'diagnose', 'shape_diagnosis', 'with_diagnosis', 'gradcheck', 'plot_gradient_check']
+           'diagnose', 'shape_diagnosis', 'with_diagnosis', 'gradcheck']
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-002
 import inspect
@@ -635,25 +635,3 @@ def _backward_read_only(output, cotangent):
         ) from error
     finally:
         guard.release()
-
-# %% ../../notebooks/03_gradcheck.ipynb #c03-017
-def plot_gradient_check(function_cls, forward, inputs, eps=1e-6, seed=0, ax=None, **options):
-    "Scatter each element's analytic gradient against its numerical one; a correct rule lies on the diagonal."
-    import matplotlib.pyplot as plt
-
-    name, arrays, wrt, grads, numeric = backward_and_numeric(function_cls, forward, inputs, eps, seed, **options)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4, 4))
-    ends = []
-    for i in wrt:
-        analytic = check_gradient_shape(f"{name}, input {i}", grads[i], arrays[i].shape)
-        ax.scatter(numeric[i].ravel(), analytic.ravel(), s=18, label=f"input {i} {arrays[i].shape}")
-        ends += [numeric[i].min(initial=0), numeric[i].max(initial=0), analytic.min(initial=0), analytic.max(initial=0)]
-    low, high = min(ends, default=-1), max(ends, default=1)
-    ax.plot([low, high], [low, high], color="grey", linestyle="--", linewidth=1, label="analytic = numerical")
-    ax.set_xlabel("numerical gradient (central differences)")
-    ax.set_ylabel(f"analytic gradient ({name}.apply)")
-    ax.set_title(name)
-    ax.legend(fontsize=8)
-    plt.close(ax.figure)  # the notebook shows the returned figure once
-    return ax.figure
