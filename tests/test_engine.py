@@ -526,3 +526,18 @@ def test_mean_records_one_node_and_nothing_of_the_sum_it_is_made_from():
     assert type(m._grad_fn).__name__ == "MeanBackward" and m._grad_fn.saved_tensors[0] is x
     assert np.allclose(m.data, [1.5, 2.5, 3.5])
     assert Tensor(np.ones(4, dtype=np.float32), requires_grad=True).mean().data.dtype == np.float32
+
+
+def test_python_numbers_keep_a_float32_tensor_float32_as_in_numpy():
+    x = Tensor(np.ones(3, dtype=np.float32), requires_grad=True)
+    for result in [x * 2, 2 * x, 1 - x, x / 3, x + 0.5, x**0.5]:
+        assert result.dtype == np.float32, result
+    assert (Tensor(np.arange(3)) * 0.5).dtype == np.float64  # an integer tensor becomes float, as in NumPy
+    s = A.sigmoid(x)
+    s.sum().backward()
+    assert x.grad.dtype == np.float32
+
+
+def test_transpose_takes_the_inverse_permutation_as_an_array():
+    x = Tensor(np.ones((2, 3, 4)))
+    assert x.transpose(np.argsort((1, 2, 0))).shape == (4, 2, 3)

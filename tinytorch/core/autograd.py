@@ -41,27 +41,27 @@ _PLAIN = {}  # the plain Tensor methods of notebook 01, captured once, before pa
 
 
 def add(a: Tensor, b) -> Tensor:
-    b = Tensor._lift(b)
+    b = Tensor._lift(b, a)
     return attach(_PLAIN["__add__"](a, b), AddBackward, a, b)
 
 
 def sub(a: Tensor, b) -> Tensor:
-    b = Tensor._lift(b)
+    b = Tensor._lift(b, a)
     return attach(_PLAIN["__sub__"](a, b), SubBackward, a, b)
 
 
 def mul(a: Tensor, b) -> Tensor:
-    b = Tensor._lift(b)
+    b = Tensor._lift(b, a)
     return attach(_PLAIN["__mul__"](a, b), MulBackward, a, b)
 
 
 def div(a: Tensor, b) -> Tensor:
-    b = Tensor._lift(b)
+    b = Tensor._lift(b, a)
     return attach(_PLAIN["__truediv__"](a, b), DivBackward, a, b)
 
 
 def matmul(a: Tensor, b) -> Tensor:
-    b = Tensor._lift(b)
+    b = Tensor._lift(b, a)
     return attach(_PLAIN["__matmul__"](a, b), MatmulBackward, a, b)
 
 

@@ -48,14 +48,19 @@ class Tensor:
         return f"Tensor({body})"
 
     @staticmethod
-    def _lift(value):
-        "Wrap a number or an array as a Tensor; leave a Tensor as it is."
-        return value if isinstance(value, Tensor) else Tensor(value)
+    def _lift(value, like=None):
+        """Wrap a number or an array as a Tensor; leave a Tensor as it is. A plain Python number next to a float
+        tensor `like` takes its dtype, as NumPy does (so x * 2 stays float32 when x is float32)."""
+        if isinstance(value, Tensor):
+            return value
+        if like is not None and isinstance(value, (int, float)) and np.issubdtype(like.dtype, np.floating):
+            return Tensor(np.asarray(value, dtype=like.dtype))
+        return Tensor(value)
 
     # Elementwise arithmetic, with broadcasting
     def _binary(self, other, numpy_op, symbol):
         "Every elementwise operator comes here; elementwise() (Exercise 1) does the work."
-        return elementwise(self, Tensor._lift(other), numpy_op, symbol)
+        return elementwise(self, Tensor._lift(other, self), numpy_op, symbol)
 
     def __add__(self, other):
         return self._binary(other, np.add, "+")
@@ -70,16 +75,16 @@ class Tensor:
         return self._binary(other, np.divide, "/")
 
     def __radd__(self, other):
-        return Tensor._lift(other) + self
+        return Tensor._lift(other, self) + self
 
     def __rsub__(self, other):
-        return Tensor._lift(other) - self
+        return Tensor._lift(other, self) - self
 
     def __rmul__(self, other):
-        return Tensor._lift(other) * self
+        return Tensor._lift(other, self) * self
 
     def __rtruediv__(self, other):
-        return Tensor._lift(other) / self
+        return Tensor._lift(other, self) / self
 
     def __pow__(self, exponent):
         "Raise every element to a fixed number `exponent`."
@@ -164,7 +169,9 @@ def matmul_error(a_shape, b_shape):
 
 def as_tuple(args):
     "Let a method take f(2, 3) and f((2, 3)) alike: the arguments as one tuple."
-    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+    if len(args) == 1 and isinstance(args[0], (tuple, list, np.ndarray)):
+        return tuple(int(n) for n in args[0])  # np.argsort(axes) gives an array
+    return args
 
 # %% ../../notebooks/01_tensor.ipynb #c01-016
 def elementwise(a, b, numpy_op, symbol):
