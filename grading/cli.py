@@ -26,6 +26,14 @@ def cmd_metadata(args):
     return 0
 
 
+def cmd_pictures(args):
+    from .pictures import keep_pictures
+
+    counts = keep_pictures()
+    print("pictures kept: " + ", ".join(f"{stem} {n}" for stem, n in counts.items()) + " (commit the notebooks)")
+    return 0
+
+
 def cmd_export(args):
     from .check import package_root
     from .export import export_package
@@ -249,6 +257,10 @@ def parser():
     p.set_defaults(run=cmd_metadata)
     p = sub.add_parser("export", help="nbdev_export the notebooks of this repository (or student kit) into tinytorch/")
     p.set_defaults(run=cmd_export)
+    p = sub.add_parser(
+        "pictures", help="run the notebooks with pictures and keep those outputs (for a reader on the web)"
+    )
+    p.set_defaults(run=cmd_pictures)
     p = sub.add_parser("release", help="build the student kit: no solutions, no hidden tests, its own tinytorch/")
     p.add_argument("--out", required=True, help="folder for the kit (new, or an earlier kit to replace)")
     p.set_defaults(run=cmd_release)
