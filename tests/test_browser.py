@@ -59,6 +59,10 @@ def jupyterlab(student_kit, tmp_path_factory):
     settings = home / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    # Every cell in the page, not only those on screen (JupyterLab 4 renders a long notebook lazily by default).
+    notebook = home / "settings" / "@jupyterlab" / "notebook-extension"
+    notebook.mkdir(parents=True)
+    (notebook / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port, token = free_port(), "tinytorch-test"
     env = dict(
         os.environ,
