@@ -13,7 +13,8 @@ MARKER_LINES = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
 def without_markers(source):
-    "The source with every line that is only a solution marker removed."
+    """The source with every line that is only a solution marker removed. (grading.notebooks.strip_markers does the
+    same for cell sources, but importing it needs nbformat, which a wheel's isolated build does not have.)"""
     kept = [line for line in source.splitlines(keepends=True) if line.strip() not in MARKER_LINES]
     return "".join(kept)
 

@@ -18,24 +18,33 @@ def package_root(start):
     return REPO
 
 
-def run_tests(notebook, timeout=CHECK_TIMEOUT):
-    "Execute the notebook; return [(test name, points, passed, message)] for its test cells."
+def execute(notebook, pythonpath, timeout, allow_errors=True, failure="{notebook}: could not run the notebook"):
+    """Run every cell of the notebook file in a fresh kernel that imports tinytorch from `pythonpath`, in the
+    notebook's folder; return the notebook with its outputs. `failure` starts the error's message."""
     from nbclient import NotebookClient
 
     notebook = Path(notebook)
     nb = read_notebook(notebook)
     try:
-        with kernel_environment(package_root(notebook.parent)):
+        with kernel_environment(pythonpath):
             client = NotebookClient(
                 nb,
                 timeout=timeout,
                 kernel_name="python3",
-                allow_errors=True,
+                allow_errors=allow_errors,
                 resources={"metadata": {"path": str(notebook.resolve().parent)}},
             )
             client.execute()
     except Exception as error:
-        raise GradingError(f"{notebook}: could not run the notebook ({type(error).__name__}: {error}).") from None
+        where = failure.format(notebook=notebook, name=notebook.name)
+        raise GradingError(f"{where} ({type(error).__name__}: {error}).") from None
+    return nb
+
+
+def run_tests(notebook, timeout=CHECK_TIMEOUT):
+    "Execute the notebook; return [(test name, points, passed, message)] for its test cells."
+    notebook = Path(notebook)
+    nb = execute(notebook, package_root(notebook.parent), timeout)
     results = []
     for cell in nb.cells:
         meta = nbgrader_meta(cell)

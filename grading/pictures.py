@@ -8,7 +8,7 @@ from pathlib import Path
 
 import nbformat
 
-from .environment import kernel_environment
+from .check import execute
 from .errors import GradingError
 from .notebooks import REPO, read_notebook, write_notebook
 
@@ -32,19 +32,8 @@ def images(outputs):
 
 
 def run(path, timeout):
-    from nbclient import NotebookClient
-
-    nb = read_notebook(path)
-    with kernel_environment(REPO):
-        client = NotebookClient(
-            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-        )
-        try:
-            client.execute()
-        except Exception as error:
-            raise GradingError(
-                f"{path.name}: could not run it to draw its pictures ({type(error).__name__}: {error})"
-            ) from None
+    "Run the notebook; {cell id: cell with its outputs}."
+    nb = execute(path, REPO, timeout, allow_errors=False, failure="{name}: could not run it to draw its pictures")
     return {cell.get("id"): cell for cell in nb.cells}
 
 
