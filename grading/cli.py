@@ -232,17 +232,6 @@ def cmd_export_grades(args):
     )
     for line in report.warnings:
         print(f"warning: {line}", file=sys.stderr)
-    if report.not_in_roster:
-        print(
-            f"warning: graded but not in the roster (written without LMS ids): {', '.join(report.not_in_roster)}",
-            file=sys.stderr,
-        )
-    if report.not_graded:
-        grade = "0" if args.missing == "zero" else "an empty grade"
-        print(
-            f"warning: in the roster but no graded submission (written with {grade}): {', '.join(report.not_graded)}",
-            file=sys.stderr,
-        )
     where = args.out if args.format != "gradescope" else f"{len(report.written)} results.json files in {args.out}"
     print(f"{args.format} grades written to {where}")
     return 0
@@ -343,8 +332,9 @@ def parser():
     p.add_argument(
         "--missing",
         default="blank",
-        choices=["blank", "zero"],
-        help="grade of an assignment with no graded submission (default blank)",
+        metavar="{blank,zero,excused}",
+        help="canvas and moodle: the grade of a submission that was not graded (none, or unreadable): blank "
+        "(default), zero, or excused (Canvas's EX; Moodle has none)",
     )
     p.add_argument(
         "--hidden-visibility",

@@ -1,172 +1,60 @@
 """Grade export for learning management systems: `python -m grading export-grades`.
 
-Reads the gradebook that `autograde` wrote (GRADING_DIR/gradebook.json, and GRADING_DIR/results/ for the per-test
-scores of an entry that lacks them) and writes it in a layout the LMS imports as it is:
+Reads the gradebook that `autograde` wrote (grading.lms_input) and writes it in a layout the LMS imports as it is:
 
 - canvas: the Canvas gradebook import CSV. Columns Student, ID, SIS User ID, SIS Login ID, Section, then one column
   per assignment (notebook); the second row is Canvas's "Points Possible" row, as in a file exported from Canvas.
+  A submission that was not graded is empty, 0 or Canvas's excused mark `EX`, as --missing says.
 - moodle: a CSV for Moodle's "Import grades: CSV file". Identifier columns (ID number, Email address, Full name) that
-  the import maps to a user field, then one column per assignment that it maps to a grade item.
+  the import maps to a user field, then per assignment a grade column and a "Feedback for <assignment>" column (the
+  note on the grade) that the import maps to a grade item and to that item's feedback. Moodle has no excused grade.
 - gradescope: one Gradescope autograder results.json per student and assignment, OUT/<assignment>/<student>/
   results.json, with each test's name, score, max_score, status, visibility and output.
 
-A roster (CSV with the header student,name,email and optionally lms_id,sis_id,login_id,section; `student` is the
-submission folder name) maps submission folders to LMS identities. Graded students missing from the roster and
-roster students without a graded submission are reported and still written, never dropped.
+Why a CSV export never holds a row the LMS cannot match: Moodle's import stops, and imports nothing, at the first
+row whose user it cannot find, and Canvas asks about each one. So canvas and moodle need a roster (student,name,
+email, optionally lms_id,sis_id,login_id,section; `student` is the submission folder name), and a graded student
+missing from it (or, for Moodle, a roster line without an email address) goes to the side file OUT.notes.csv with
+the reason instead, and is named on stderr. The side file also holds, for Canvas, whose import has no comment
+column, the notes on the grades. Nothing is dropped silently; every cell is written through grading.csvsafe, since
+names and notes come from students and the files are opened in spreadsheets.
 
 Standard library only (csv, json): the export runs wherever the grades were copied to.
 """
 
-import csv
 import io
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import csvsafe
 from .errors import GradingError
+from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
 
 FORMATS = ("canvas", "moodle", "gradescope")
+CSV_FORMATS = ("canvas", "moodle")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
-ROSTER_COLUMNS = ("student", "name", "email")
-ROSTER_OPTIONAL = ("lms_id", "sis_id", "login_id", "section")
+MISSING = ("blank", "zero", "excused")  # --missing: the grade of a submission that was not graded
+MISSING_CELL = {"blank": "", "zero": "0", "excused": "EX"}  # EX: Canvas's excused (Moodle's import has none)
+MISSING_WORDS = {"blank": "an empty grade", "zero": "0", "excused": "excused (EX)"}
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["ID number", "Email address", "Full name"]
-HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"  # as in grading.notebooks, which needs nbformat; this module does not
+FEEDBACK_FOR = "Feedback for "  # Moodle's own name for a feedback column: "Feedback for <grade item>"
+SIDE_COLUMNS = ["student", "name", "email", "assignment", "grade", "in_import", "note"]
 REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass
-class Person:
-    student: str  # the submission folder name
-    name: str = ""
-    email: str = ""
-    lms_id: str = ""
-    sis_id: str = ""
-    login_id: str = ""
-    section: str = ""
-    in_roster: bool = False
-
-
-@dataclass
 class Export:
-    "What an export wrote, and who the roster and the gradebook disagree about."
+    "What an export wrote, who the roster and the gradebook disagree about, and what to tell the instructor."
 
     written: list = field(default_factory=list)  # paths
     not_in_roster: list = field(default_factory=list)  # graded, but the roster does not know them
     not_graded: list = field(default_factory=list)  # in the roster, no graded submission
+    left_out: list = field(default_factory=list)  # students not in the import file (canvas, moodle): see the side file
+    notes: int = 0  # notes on grades written to the side file (canvas)
     warnings: list = field(default_factory=list)
-
-
-# -- Reading ---------------------------------------------------------------------------------------------------------
-
-
-def read_gradebook(grading_dir):
-    "{student: {assignment: entry}} from GRADING_DIR/gradebook.json, checked for the shape autograde writes."
-    grading_dir = Path(grading_dir)
-    if not grading_dir.is_dir():
-        raise GradingError(f"{grading_dir}: no such folder; give the --out folder of `python -m grading autograde`.")
-    path = grading_dir / "gradebook.json"
-    if not path.is_file():
-        raise GradingError(
-            f"{path}: no gradebook here; run `python -m grading autograde SUBMISSIONS --out {grading_dir}` first."
-        )
-    try:
-        book = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise GradingError(f"{path}: not a readable gradebook ({error}).") from None
-    if not isinstance(book, dict):
-        raise GradingError(f"{path}: not a gradebook (expected an object of students).")
-    for student, assignments in book.items():
-        if not isinstance(assignments, dict):
-            raise GradingError(f"{path}: student {student!r}: expected an object of assignments.")
-        for assignment, entry in assignments.items():
-            if not (isinstance(entry, dict) and number(entry.get("score")) and number(entry.get("max_score"))):
-                raise GradingError(f"{path}: {student}/{assignment}: expected numbers score and max_score.")
-            if "tests" not in entry:
-                tests = load_result_tests(grading_dir, student, assignment)
-                if tests is not None:
-                    entry["tests"] = tests
-    return book
-
-
-def number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def load_result_tests(grading_dir, student, assignment):
-    "The per-test scores of GRADING_DIR/results/<student>/<assignment>.json, or None."
-    try:
-        result = json.loads((Path(grading_dir) / "results" / student / f"{assignment}.json").read_text())
-    except (OSError, ValueError):
-        return None
-    tests = result.get("tests") if isinstance(result, dict) else None
-    return tests if isinstance(tests, dict) else None
-
-
-def read_roster(path):
-    "[Person] from a roster CSV; a malformed one is refused with the line that is wrong."
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Excel writes one) is fine
-    except FileNotFoundError:
-        raise GradingError(f"{path}: no such roster file.") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise GradingError(f"{path}: cannot read the roster ({error}); save it as UTF-8 CSV.") from None
-    rows = list(csv.reader(io.StringIO(text)))
-    expected = ",".join(ROSTER_COLUMNS) + " (optional: " + ",".join(ROSTER_OPTIONAL) + ")"
-    if not rows:
-        raise GradingError(f"{path}: the roster is empty; expected a header line {expected}.")
-    header = [h.strip().lower() for h in rows[0]]
-    missing = [c for c in ROSTER_COLUMNS if c not in header]
-    unknown = [h for h in header if h not in ROSTER_COLUMNS + ROSTER_OPTIONAL]
-    if missing or unknown or len(set(header)) != len(header):
-        problem = (
-            f"missing {', '.join(missing)}"
-            if missing
-            else f"unknown column {unknown[0]!r}"
-            if unknown
-            else "a column appears twice"
-        )
-        raise GradingError(f"{path} line 1: the header must be {expected}; {problem}.")
-    people, seen = [], {}
-    for line, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue  # blank lines are allowed
-        if len(row) != len(header):
-            raise GradingError(f"{path} line {line}: {len(row)} fields, the header has {len(header)}.")
-        values = {h: cell.strip() for h, cell in zip(header, row, strict=True)}
-        if not values["student"]:
-            raise GradingError(f"{path} line {line}: the student id (the submission folder name) is empty.")
-        if "/" in values["student"] or "\\" in values["student"]:
-            raise GradingError(f"{path} line {line}: student id {values['student']!r} is not a folder name.")
-        if values["email"] and "@" not in values["email"]:
-            raise GradingError(f"{path} line {line}: {values['email']!r} is not an email address.")
-        if values["student"] in seen:
-            raise GradingError(
-                f"{path} line {line}: student {values['student']!r} is already on line {seen[values['student']]}."
-            )
-        seen[values["student"]] = line
-        people.append(Person(**values, in_roster=True))
-    return people
-
-
-def hidden_tests(notebooks_dir):
-    "{assignment: set of test ids whose cell holds hidden tests}, from the instructor's notebooks (plain JSON)."
-    found = {}
-    for path in sorted(Path(notebooks_dir).glob("*.ipynb")):
-        try:
-            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-            continue
-        tests = {}
-        for cell in cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell, dict) else {}
-            if meta.get("grade") and meta.get("grade_id") and cell.get("cell_type") == "code":  # not written answers
-                source = cell.get("source", "")
-                tests[meta["grade_id"]] = HIDDEN_BEGIN in ("".join(source) if isinstance(source, list) else source)
-        found[path.stem] = tests
-    return found
 
 
 # -- What to write ---------------------------------------------------------------------------------------------------
@@ -188,6 +76,28 @@ def people_of(book, roster):
     return roster + extra, [p.student for p in extra], not_graded
 
 
+NOT_IN_ROSTER = "not in the roster: add them (student,name,email) and export again"
+NO_EMAIL = "no email address in the roster, which Moodle's import finds the student by"
+FORMULA_EMAIL = "the email address starts like a formula, so it is written with a ' in front that Moodle would not find"
+
+
+def importable(everyone, fmt_name):
+    """(the people an import file holds, [(person, reason)] left out of it): a row the LMS cannot match to one of
+    its students is never written, Moodle stops the whole import at the first such row."""
+    kept, left_out = [], []
+    for p in everyone:
+        reason = None
+        if not p.in_roster:
+            reason = NOT_IN_ROSTER
+        elif fmt_name == "moodle":
+            reason = NO_EMAIL if not p.email else FORMULA_EMAIL if csvsafe.safe_cell(p.email) != p.email else None
+        if reason:
+            left_out.append((p, reason))
+        else:
+            kept.append(p)
+    return kept, left_out
+
+
 def points_possible(book, assignment):
     return max([e[assignment]["max_score"] for e in book.values() if assignment in e] + [0])
 
@@ -198,11 +108,31 @@ def fmt(value):
     return str(int(value)) if value.is_integer() else repr(value)
 
 
+def graded(entry):
+    "Whether autograde graded the submission: not a row it could not read (a note, no tests, no points)."
+    return "tests" in entry or not entry.get("note") or bool(entry.get("max_score"))
+
+
 def grade_cell(book, person, assignment, missing):
+    "One grade: the final score (after a late penalty), or as --missing says when nothing was graded."
+    entry = book.get(person.student, {}).get(assignment)
+    if entry is None or not graded(entry):
+        return MISSING_CELL[missing]
+    return fmt(entry.get("final_score", entry["score"]))
+
+
+def note_cell(book, person, assignment):
+    "What the student reads next to one grade: autograde's note and the late penalty, or that nothing was graded."
     entry = book.get(person.student, {}).get(assignment)
     if entry is None:
-        return "0" if missing == "zero" else ""
-    return fmt(entry.get("final_score", entry["score"]))  # after a late penalty, where there is one
+        return f"No submission of {assignment} was graded."
+    parts = [entry.get("note") or ""]
+    if number(entry.get("penalty")) and entry["penalty"] > 0 and number(entry.get("late_by_hours")):
+        parts.append(
+            f"handed in {fmt(entry['late_by_hours'])} hours late: {fmt(entry['penalty'])} of "
+            f"{fmt(entry['score'])} points taken"
+        )
+    return "; ".join(part for part in parts if part)
 
 
 def manual_pending(book, assignments):
@@ -227,9 +157,16 @@ def write_atomic(path, text):
 
 
 def csv_text(rows):
+    "CSV text whose cells a spreadsheet cannot run as formulas (grading.csvsafe)."
     out = io.StringIO()
-    csv.writer(out, lineterminator="\r\n").writerows(rows)
+    csvsafe.writer(out, lineterminator="\r\n").writerows(rows)
     return out.getvalue()
+
+
+def side_path(out):
+    "The side file of an import file: canvas.csv -> canvas.notes.csv."
+    out = Path(out)
+    return out.with_name(f"{out.stem}.notes.csv")
 
 
 # -- The formats -----------------------------------------------------------------------------------------------------
@@ -249,11 +186,39 @@ def write_canvas(book, people, assignments, out, missing):
 
 
 def write_moodle(book, people, assignments, out, missing):
-    rows = [MOODLE_COLUMNS + assignments]
+    "Each notebook's grade, then its note in a column the import maps to 'Feedback for <grade item>'."
+    rows = [MOODLE_COLUMNS + [c for a in assignments for c in (a, f"{FEEDBACK_FOR}{a}")]]
     for p in people:
-        rows.append([p.sis_id, p.email, p.name or p.student] + [grade_cell(book, p, a, missing) for a in assignments])
+        cells = [c for a in assignments for c in (grade_cell(book, p, a, missing), note_cell(book, p, a))]
+        rows.append([p.sis_id, p.email, p.name or p.student] + cells)
     write_atomic(out, csv_text(rows))
     return [Path(out)]
+
+
+def side_rows(book, kept, left_out, assignments, fmt_name, missing):
+    """The rows of OUT's side file (side_path): every grade left out of the import file with the reason, and, for
+    Canvas, whose import has no comment column, every note on a grade that is in it."""
+    rows = []
+    for p, reason in left_out:
+        for a in assignments:
+            note = f"{reason}. {note_cell(book, p, a)}".strip()
+            rows.append([p.student, p.name, p.email, a, grade_cell(book, p, a, missing), "no", note])
+    for p in kept if fmt_name == "canvas" else []:
+        for a in assignments:
+            note = note_cell(book, p, a)
+            if note:
+                rows.append([p.student, p.name, p.email, a, grade_cell(book, p, a, missing), "yes", note])
+    return rows
+
+
+def write_side_file(rows, out):
+    "Write the side file of OUT, or remove an earlier one when there is nothing to say."
+    path = side_path(out)
+    if not rows:
+        path.unlink(missing_ok=True)
+        return []
+    write_atomic(path, csv_text([SIDE_COLUMNS] + rows))
+    return [path]
 
 
 def gradescope_results(person, assignment, entry, hidden, visibility):
@@ -307,23 +272,103 @@ def write_gradescope(book, people, assignments, out, hidden, visibility):
     return written
 
 
+# -- The command -----------------------------------------------------------------------------------------------------
+
+
+def check_options(fmt_name, missing, hidden_visibility, roster):
+    "Refuse an export that cannot be done, before anything is read or written."
+    if fmt_name not in FORMATS:
+        raise GradingError(f"unknown format {fmt_name!r}; choose one of {', '.join(FORMATS)}.")
+    if hidden_visibility not in VISIBILITIES:
+        raise GradingError(f"unknown visibility {hidden_visibility!r}; choose one of {', '.join(VISIBILITIES)}.")
+    if missing not in MISSING:
+        raise GradingError(f"--missing must be one of {', '.join(MISSING)}, not {missing!r}.")
+    if fmt_name == "moodle" and missing == "excused":
+        raise GradingError(
+            "--missing excused: Moodle's grade import has no excused grade (a cell is a number, or empty for none); "
+            "use --missing blank or zero, and exclude those grades in Moodle's gradebook."
+        )
+    if fmt_name in CSV_FORMATS and roster is None:
+        raise GradingError(
+            f"--format {fmt_name} needs --roster ROSTER.csv (header student,name,email): the LMS finds each student "
+            "by an id or an email the gradebook does not have. For a table by submission folder, use grades.csv."
+        )
+
+
+def choose_assignments(book, hidden, only, report):
+    "The assignment columns: all, or those of --assignment; a gradebook key that is no assignment is reported."
+    assignments = assignments_of(book, hidden)
+    if only:
+        unknown = [a for a in only if a not in assignments]
+        if unknown:
+            raise GradingError(f"assignment {unknown[0]!r} is not in the gradebook; it has {', '.join(assignments)}.")
+        return [a for a in assignments if a in only]
+    for student, entries in sorted(book.items()):
+        for key, entry in sorted(entries.items()):
+            if key not in assignments:
+                report.warnings.append(f"{student}/{key}: not an assignment, left out of the export: {entry['note']}")
+    return assignments
+
+
+def disagreements(book, report, assignments, fmt_name, out, missing):
+    "The warnings about who is left out, who has no grade and what the import file cannot carry."
+    side = side_path(out)
+    gradescope = fmt_name == "gradescope"
+    blank = "score 0" if gradescope else MISSING_WORDS[missing]
+    lines = []
+    if report.not_in_roster:
+        where = "written without LMS ids" if gradescope else f"so not in {out}; their grades are in {side}"
+        lines.append(f"graded but not in the roster ({where}): {', '.join(report.not_in_roster)}")
+    unmatchable = [s for s in report.left_out if s not in report.not_in_roster]
+    if unmatchable:
+        lines.append(
+            f"left out of {out}, since Moodle's import stops at the first row it cannot match to a student (the "
+            f"reasons and the grades are in {side}): {', '.join(unmatchable)}"
+        )
+    if report.not_graded:
+        lines.append(f"in the roster but no graded submission (exported as {blank}): {', '.join(report.not_graded)}")
+    for student, entries in sorted(book.items()):
+        for assignment, entry in sorted(entries.items()):
+            if assignment in assignments and not graded(entry) and student not in report.left_out:
+                lines.append(f"{student}/{assignment}: not graded, exported as {blank}: {entry['note']}")
+    if report.notes:
+        lines.append(f"Canvas's grade import has no comment column: the notes on {report.notes} grades are in {side}")
+    if gradescope and missing != "blank":
+        lines.append("--missing is for canvas and moodle; a missing submission's results.json has score 0")
+    return lines
+
+
 def export_grades(
     grading_dir,
     fmt_name,
     out,
+    *,
     roster=None,
     notebooks_dir=None,
     only=None,
     missing="blank",
     hidden_visibility="after_published",
 ):
-    "Write the gradebook of GRADING_DIR in the layout of an LMS; return an Export saying what was written."
-    if fmt_name not in FORMATS:
-        raise GradingError(f"unknown format {fmt_name!r}; choose one of {', '.join(FORMATS)}.")
-    if hidden_visibility not in VISIBILITIES:
-        raise GradingError(f"unknown visibility {hidden_visibility!r}; choose one of {', '.join(VISIBILITIES)}.")
-    if missing not in ("blank", "zero"):
-        raise GradingError(f"--missing must be blank or zero, not {missing!r}.")
+    """Write the gradebook of GRADING_DIR in the layout of an LMS.
+
+    Args:
+        grading_dir: the --out folder of autograde (gradebook.json, results/).
+        fmt_name: canvas, moodle or gradescope.
+        out: the CSV file to write (its side file goes next to it, see side_path); for gradescope, a folder.
+        roster: the roster CSV (see read_roster); canvas and moodle need one.
+        notebooks_dir: the instructor's notebooks, which tell hidden tests from visible ones (default notebooks/).
+        only: the assignments to export (default all).
+        missing: the grade of a submission that was not graded (none, or unreadable): blank, zero or excused.
+        hidden_visibility: the Gradescope visibility of hidden tests.
+
+    Returns:
+        An Export: the files written, who was left out of the import file, and the warnings to show.
+
+    Raises:
+        GradingError: an unknown format, visibility or --missing, excused for Moodle, no roster for a CSV format, a
+        missing or malformed gradebook or roster, an unknown --assignment.
+    """
+    check_options(fmt_name, missing, hidden_visibility, roster)
     book = read_gradebook(grading_dir)
     people = read_roster(roster) if roster is not None else None
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else REPO / "notebooks"
@@ -331,16 +376,7 @@ def export_grades(
         raise GradingError(f"{notebooks_dir}: no such folder of instructor notebooks.")
     hidden = hidden_tests(notebooks_dir)
     report = Export()
-    assignments = assignments_of(book, hidden)
-    if only:
-        unknown = [a for a in only if a not in assignments]
-        if unknown:
-            raise GradingError(f"assignment {unknown[0]!r} is not in the gradebook; it has {', '.join(assignments)}.")
-        assignments = [a for a in assignments if a in only]
-    for student, entries in sorted(book.items()):
-        for key, entry in sorted(entries.items()):
-            if key not in assignments and not only:
-                report.warnings.append(f"{student}/{key}: not an assignment, left out of the export: {entry['note']}")
+    assignments = choose_assignments(book, hidden, only, report)
     everyone, report.not_in_roster, report.not_graded = people_of(book, people)
     pending = manual_pending(book, assignments)
     if pending:
@@ -348,11 +384,9 @@ def export_grades(
             f"{pending} marked by hand and not in this export (the scores are the autograded ones); mark them in "
             f"formgrader ({Path(grading_dir) / 'marking'}, see grading/README.md) and add them in the LMS"
         )
-    if people is None:
-        report.warnings.append(
-            "no --roster: rows carry only the submission folder name, which the LMS cannot match to its students"
-        )
     if fmt_name == "gradescope":
+        if people is None:
+            report.warnings.append("no --roster: the results carry only the submission folder name")
         unknown = sorted(a for a in assignments if a not in hidden)
         if unknown:
             report.warnings.append(
@@ -360,8 +394,13 @@ def export_grades(
                 f"visibility {hidden_visibility}"
             )
         report.written = write_gradescope(book, everyone, assignments, out, hidden, hidden_visibility)
-    elif fmt_name == "canvas":
-        report.written = write_canvas(book, everyone, assignments, out, missing)
     else:
-        report.written = write_moodle(book, everyone, assignments, out, missing)
+        kept, left_out = importable(everyone, fmt_name)
+        report.left_out = [p.student for p, _ in left_out]
+        write = write_canvas if fmt_name == "canvas" else write_moodle
+        report.written = write(book, kept, assignments, out, missing)
+        rows = side_rows(book, kept, left_out, assignments, fmt_name, missing)
+        report.notes = sum(row[5] == "yes" for row in rows)
+        report.written += write_side_file(rows, out)
+    report.warnings += disagreements(book, report, assignments, fmt_name, out, missing)
     return report

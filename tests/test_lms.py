@@ -1,5 +1,7 @@
 """Grade export for Canvas, Moodle and Gradescope: a hand-made gradebook exported in each format and read back in
-that format's documented layout; roster mismatches are listed, never dropped; bad input gets a one-line error."""
+that format's documented layout; a row the LMS cannot match never goes into an import file but into its side file,
+and is listed; what was not graded is exported as --missing says, with its note; no cell can start a spreadsheet
+formula; bad input gets a one-line error."""
 
 import csv
 import json
@@ -133,39 +135,119 @@ def test_canvas_gradebook_import_layout(grading, tmp_path):
     ]
     assert rows[1] == ["Points Possible", "", "", "", "", "5", "4"]
     by_name = {r[0]: r for r in rows[2:]}
-    assert [r[0] for r in rows[2:]] == ["Alice Liddell", "Bob Builder", "Carol Danvers", "Nick Fury", "zed"]
+    assert [r[0] for r in rows[2:]] == ["Alice Liddell", "Bob Builder", "Carol Danvers", "Nick Fury"], "no zed"
     assert by_name["Alice Liddell"] == ["Alice Liddell", "101", "S-1", "alice@example.edu", "A", "5", "1.5"]
     assert by_name["Bob Builder"][5:] == ["0", ""]
     assert by_name["Carol Danvers"] == ["Carol Danvers", "103", "S-3", "carol@example.edu", "B", "", ""]
-    assert by_name["Nick Fury"][5:] == ["0", ""], "an unreadable submission scores 0, as in grades.csv"
-    assert by_name["zed"] == ["zed", "", "", "", "", "3", ""]
+    assert by_name["Nick Fury"][5:] == ["", ""], "an unreadable submission was not graded: blank by default"
     assert all(len(r) == len(rows[0]) for r in rows)
 
 
 def test_roster_mismatches_are_listed_on_stderr(grading, tmp_path):
     result = export(grading, "canvas", tmp_path / "canvas.csv")
     lines = result.stderr.splitlines()
-    assert any("not in the roster" in line and "zed" in line for line in lines), result.stderr
+    assert any("not in the roster" in line and "zed" in line and "canvas.notes.csv" in line for line in lines), (
+        result.stderr
+    )
     assert any("no graded submission" in line and "carol" in line for line in lines), result.stderr
+    assert any("nick/04_elementwise: not graded" in line and "not a valid notebook" in line for line in lines)
     assert "canvas grades written to" in result.stdout
 
 
-def test_missing_zero_fills_what_was_not_graded(grading, tmp_path):
-    assert export(grading, "canvas", tmp_path / "c.csv", "--missing", "zero").returncode == 0
+def test_a_student_the_roster_lacks_goes_to_the_side_file_never_into_the_import(grading, tmp_path):
+    for fmt in ("canvas", "moodle"):
+        assert export(grading, fmt, tmp_path / f"{fmt}.csv").returncode == 0
+        assert not any("zed" in cell for row in read_csv(tmp_path / f"{fmt}.csv") for cell in row)
+        side = [r for r in read_csv(tmp_path / f"{fmt}.notes.csv") if r[0] == "zed"]
+        assert [r[3:6] for r in side] == [["04_elementwise", "3", "no"], ["05_matmul_and_reductions", "", "no"]]
+        assert side[0][6].startswith("not in the roster: add them"), side[0]
+    header = read_csv(tmp_path / "moodle.notes.csv")[0]
+    assert header == ["student", "name", "email", "assignment", "grade", "in_import", "note"]
+
+
+def test_a_moodle_row_without_an_email_is_left_out_as_moodle_would_stop_there(grading, tmp_path):
+    grades, roster, nbs = grading
+    with open(roster, "a", newline="") as f:
+        csv.writer(f).writerow(["zed", "Zed Zero", "", "105", "S-5", "B"])
+    result = export(grading, "moodle", tmp_path / "m.csv")
+    assert result.returncode == 0, result.stderr
+    assert [r[2] for r in read_csv(tmp_path / "m.csv")[1:]] == [
+        "Alice Liddell",
+        "Bob Builder",
+        "Carol Danvers",
+        "Nick Fury",
+    ]
+    (side,) = [r for r in read_csv(tmp_path / "m.notes.csv") if r[3] == "04_elementwise"]
+    assert side[:6] == ["zed", "Zed Zero", "", "04_elementwise", "3", "no"] and "no email address" in side[6]
+    assert "Moodle's import stops at the first row it cannot match" in result.stderr and "zed" in result.stderr
+    # the same roster line is fine for Canvas, which matches by its ID
+    assert export(grading, "canvas", tmp_path / "c.csv").returncode == 0
+    assert "Zed Zero" in [r[0] for r in read_csv(tmp_path / "c.csv")]
+
+
+@pytest.mark.parametrize("missing, cell", [("blank", ""), ("zero", "0"), ("excused", "EX")])
+def test_what_was_not_graded_is_exported_as_missing_says(grading, tmp_path, missing, cell):
+    assert export(grading, "canvas", tmp_path / "c.csv", "--missing", missing).returncode == 0
     rows = {r[0]: r for r in read_csv(tmp_path / "c.csv")[2:]}
-    assert rows["Carol Danvers"][5:] == ["0", "0"] and rows["Bob Builder"][5:] == ["0", "0"]
+    assert rows["Carol Danvers"][5:] == [cell, cell], "no submission at all"
+    assert rows["Nick Fury"][5:] == [cell, cell], "an unreadable submission, and one not handed in"
+    assert rows["Bob Builder"][5:] == ["0", cell], "a graded 0 stays 0"
+    if missing != "excused":
+        assert export(grading, "moodle", tmp_path / "m.csv", "--missing", missing).returncode == 0
+        moodle = {r[1]: r for r in read_csv(tmp_path / "m.csv")[1:]}
+        assert moodle["nick@example.edu"][3] == moodle["carol@example.edu"][3] == cell
+
+
+def test_moodle_has_no_excused_grade_and_says_so(grading, tmp_path):
+    error = one_line_error(export(grading, "moodle", tmp_path / "m.csv", "--missing", "excused"))
+    assert "--missing excused: Moodle's grade import has no excused grade" in error and "--missing blank" in error
+    assert not (tmp_path / "m.csv").exists()
+    assert "--missing must be one of blank, zero, excused" in one_line_error(
+        export(grading, "canvas", tmp_path / "c.csv", "--missing", "ignore")
+    )
 
 
 def test_moodle_grade_import_layout(grading, tmp_path):
     result = export(grading, "moodle", tmp_path / "moodle.csv")
     assert result.returncode == 0, result.stderr
     rows = read_csv(tmp_path / "moodle.csv")
-    assert rows[0] == ["ID number", "Email address", "Full name", "04_elementwise", "05_matmul_and_reductions"]
+    assert rows[0] == [
+        "ID number",
+        "Email address",
+        "Full name",
+        "04_elementwise",
+        "Feedback for 04_elementwise",
+        "05_matmul_and_reductions",
+        "Feedback for 05_matmul_and_reductions",
+    ]
     by_email = {r[1]: r for r in rows[1:]}
-    assert by_email["alice@example.edu"] == ["S-1", "alice@example.edu", "Alice Liddell", "5", "1.5"]
-    assert by_email["carol@example.edu"] == ["S-3", "carol@example.edu", "Carol Danvers", "", ""]
-    assert by_email[""] == ["", "", "zed", "3", ""], "a student missing from the roster keeps a row"
-    assert len(rows) == 1 + 5
+    assert by_email["alice@example.edu"] == ["S-1", "alice@example.edu", "Alice Liddell", "5", "", "1.5", ""]
+    assert by_email["carol@example.edu"][3:] == [
+        "",
+        "No submission of 04_elementwise was graded.",
+        "",
+        "No submission of 05_matmul_and_reductions was graded.",
+    ]
+    assert by_email["nick@example.edu"][3:5] == ["", "not a valid notebook (not valid JSON)"], "the note is feedback"
+    assert "" not in by_email, "every row has the email Moodle finds the student by"
+    assert len(rows) == 1 + 4
+
+
+def test_canvas_notes_and_late_penalties_go_to_the_side_file(grading, tmp_path):
+    grades, _, _ = grading
+    book = json.loads((grades / "gradebook.json").read_text())
+    book["alice"]["04_elementwise"].update(late_by_hours=30.5, penalty=1.0, final_score=4.0)
+    (grades / "gradebook.json").write_text(json.dumps(book))
+    assert export(grading, "canvas", tmp_path / "c.csv").returncode == 0
+    assert read_csv(tmp_path / "c.csv")[2][5] == "4", "the final score is uploaded"
+    notes = {(r[0], r[3]): r for r in read_csv(tmp_path / "c.notes.csv") if r[5] == "yes"}
+    assert notes["alice", "04_elementwise"][4:] == ["4", "yes", "handed in 30.5 hours late: 1 of 5 points taken"]
+    assert notes["nick", "04_elementwise"][6] == "not a valid notebook (not valid JSON)"
+    assert notes["carol", "05_matmul_and_reductions"][6] == "No submission of 05_matmul_and_reductions was graded."
+    assert ("alice", "05_matmul_and_reductions") not in notes, "a grade without a note has no line"
+    assert export(grading, "moodle", tmp_path / "m.csv").returncode == 0
+    alice = next(r for r in read_csv(tmp_path / "m.csv") if r[1] == "alice@example.edu")
+    assert alice[3:5] == ["4", "handed in 30.5 hours late: 1 of 5 points taken"]
 
 
 def test_gradescope_results_json_per_student(grading, tmp_path):
@@ -234,10 +316,14 @@ def test_per_test_scores_come_from_results_when_the_gradebook_lacks_them(grading
     assert len(zed["tests"]) == 3 and zed["score"] == 3.0
 
 
-def test_without_a_roster_everyone_graded_is_written_and_the_gap_is_said(grading, tmp_path):
-    result = export(grading, "moodle", tmp_path / "m.csv", roster=False)
+def test_a_csv_export_needs_a_roster_and_gradescope_does_not(grading, tmp_path):
+    for fmt in ("canvas", "moodle"):
+        error = one_line_error(export(grading, fmt, tmp_path / "x.csv", roster=False))
+        assert f"--format {fmt} needs --roster ROSTER.csv" in error and "grades.csv" in error
+    assert not (tmp_path / "x.csv").exists()
+    result = export(grading, "gradescope", tmp_path / "gs", roster=False)
     assert result.returncode == 0, result.stderr
-    assert [r[2] for r in read_csv(tmp_path / "m.csv")[1:]] == ["alice", "bob", "nick", "zed"]
+    assert sorted(p.name for p in (tmp_path / "gs" / "04_elementwise").iterdir()) == ["alice", "bob", "nick", "zed"]
     assert "no --roster" in result.stderr
 
 
@@ -248,8 +334,8 @@ def test_a_problem_without_an_assignment_is_reported_not_made_a_column(grading, 
     (grades / "gradebook.json").write_text(json.dumps(book))
     result = export(grading, "canvas", tmp_path / "c.csv")
     assert result.returncode == 0, result.stderr
-    rows = read_csv(tmp_path / "c.csv")
-    assert "stray.ipynb" not in rows[0] and "erin" in [r[0] for r in rows]
+    assert "stray.ipynb" not in read_csv(tmp_path / "c.csv")[0]
+    assert "stray.ipynb" not in {r[3] for r in read_csv(tmp_path / "c.notes.csv")}
     assert "erin/stray.ipynb: not an assignment" in result.stderr
 
 
@@ -261,9 +347,10 @@ def one_line_error(result):
 
 def test_error_missing_gradebook(grading, tmp_path):
     (tmp_path / "empty").mkdir()
-    result = run_cli("export-grades", tmp_path / "empty", "--format", "canvas", "--out", tmp_path / "c.csv")
+    roster = ["--roster", grading[1]]
+    result = run_cli("export-grades", tmp_path / "empty", "--format", "canvas", "--out", tmp_path / "c.csv", *roster)
     assert "gradebook.json: no gradebook here" in one_line_error(result)
-    result = run_cli("export-grades", tmp_path / "nowhere", "--format", "canvas", "--out", tmp_path / "c.csv")
+    result = run_cli("export-grades", tmp_path / "nowhere", "--format", "canvas", "--out", tmp_path / "c.csv", *roster)
     assert "no such folder" in one_line_error(result)
 
 
@@ -333,3 +420,34 @@ def test_roster_with_a_byte_order_mark_and_optional_columns(tmp_path):
     (tmp_path / "r.csv").write_text("\ufeffStudent,Name,Email,login_id\nalice,Alice,alice@example.edu,aliddell\n")
     (person,) = read_roster(tmp_path / "r.csv")
     assert (person.student, person.login_id, person.lms_id) == ("alice", "aliddell", "")
+
+
+HOSTILE = ['=HYPERLINK("http://x","y")', "+1+cmd|' /C calc'!A0", "@SUM(1,1)", "-2+3"]
+
+
+def test_no_cell_of_any_export_starts_a_spreadsheet_formula(grading, tmp_path):
+    "Names, ids, emails and notes come from students and the roster; in every CSV they are text, not formulas."
+    grades, roster, nbs = grading
+    with open(roster, "a", newline="") as f:
+        for index, name in enumerate(HOSTILE):
+            csv.writer(f).writerow([f"h{index}", name, f"h{index}@example.edu", name, name, name])
+        csv.writer(f).writerow(["h9", "Minus Mail", "-2+3@example.edu", "109", "S-9", "B"])
+    book = json.loads((grades / "gradebook.json").read_text())
+    for index, name in enumerate(HOSTILE):
+        entry = dict(book["alice"]["04_elementwise"], note=name)
+        book[f"h{index}"] = {"04_elementwise": entry}
+        book[name.replace("/", "_")] = {"04_elementwise": entry}  # graded, not in the roster: the side file
+    (grades / "gradebook.json").write_text(json.dumps(book))
+    files = []
+    for fmt, missing in [("canvas", "blank"), ("canvas", "excused"), ("moodle", "zero")]:
+        out = tmp_path / f"{fmt}-{missing}.csv"
+        result = export(grading, fmt, out, "--missing", missing)
+        assert result.returncode == 0, result.stderr
+        files += [out, out.with_name(f"{out.stem}.notes.csv")]
+    cells = [cell for path in files for row in read_csv(path) for cell in row]
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    for name in HOSTILE:
+        assert "'" + name in cells, f"{name} is kept, as text"
+    moodle = read_csv(tmp_path / "moodle-zero.csv")
+    assert "'-2+3@example.edu" not in {r[1] for r in moodle}, "an escaped email would not match: left out"
+    assert any(r[0] == "h9" and "starts like a formula" in r[6] for r in read_csv(tmp_path / "moodle-zero.notes.csv"))
