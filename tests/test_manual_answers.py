@@ -127,7 +127,14 @@ def test_lms_export_leaves_manual_points_out_and_says_so(tmp_path):
     (tmp_path / "grades").mkdir()
     (tmp_path / "grades" / "gradebook.json").write_text(json.dumps({"alice": {"01_tiny": entry}}))
     tiny_course(tmp_path / "nbs")
-    report = export_grades(tmp_path / "grades", "canvas", tmp_path / "canvas.csv", notebooks_dir=tmp_path / "nbs")
+    (tmp_path / "roster.csv").write_text("student,name,email\nalice,Alice,alice@example.edu\n")
+    report = export_grades(
+        tmp_path / "grades",
+        "canvas",
+        tmp_path / "canvas.csv",
+        roster=tmp_path / "roster.csv",
+        notebooks_dir=tmp_path / "nbs",
+    )
     with open(tmp_path / "canvas.csv") as f:
         rows = list(csv.reader(f))
     assert rows[0][5:] == ["01_tiny"] and rows[1][5:] == ["2"] and rows[2][5:] == ["2"], "the autograded score only"
