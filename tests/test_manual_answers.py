@@ -224,7 +224,7 @@ def test_autograde_keeps_the_auto_total_and_records_the_manual_points(graded):
     page = (root / "grades" / "feedback" / "alice" / "01_tensor.html").read_text()
     assert f"{manual:g} points of this notebook are marked by hand" in page
     export = run_cli(
-        "export-grades", root / "grades", "--format", "moodle", "--out", root / "m.csv", "--notebooks", root / "nbs"
+        "export-grades", root / "grades", "--format", "gradescope", "--out", root / "gs", "--notebooks", root / "nbs"
     )
     assert export.returncode == 0 and "written answers of 01_tensor" in export.stderr, export.stderr
 
