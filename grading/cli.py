@@ -94,10 +94,10 @@ def cmd_autograde(args):
 
 
 def late_policy(args):
-    "The late policy of --due, --due-file, --released and --late-penalty (grading.late), checked before grading."
+    "The late policy of --due, --due-file, --released, --late-penalty and --trust-timestamps (grading.late)."
     from .late import make_policy
 
-    return make_policy(args.due or (), args.due_file, args.late_penalty, args.released)
+    return make_policy(args.due or (), args.due_file, args.late_penalty, args.released, args.trust_timestamps)
 
 
 def warn_if_unsafe(args):
@@ -301,6 +301,12 @@ def parser():
         "--late-penalty",
         default="none",
         help="none (default), zero, or P%%/day or P%%/hour with an optional cap: 10%%/day,max=50%%",
+    )
+    p.add_argument(
+        "--trust-timestamps",
+        action="store_true",
+        help="take a submission's time from the timestamp.txt in its folder (what nbgrader's collect writes); by "
+        "default it is the notebook file's time as received, since a student can put any timestamp.txt there",
     )
     p.set_defaults(run=cmd_autograde)
     p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")

@@ -1,12 +1,18 @@
 """The late policy: a due date per assignment, a penalty function, and when each submission was handed in.
 
-The time of a submission is the first line of `timestamp.txt` in its folder (what nbgrader's submit and collect
-write: `2026-12-01 23:12:03.123456 UTC`; ISO 8601 such as `2026-12-01T23:12:03+01:00` is read too), else the
-notebook file's modification time. A time without a zone is the grading machine's local time.
+The time of a submission is the notebook file's modification time as the grader received it, read with os.stat
+without following a symlink (a link's target, and its time, can be anything the student chose). It is not the
+`timestamp.txt` in the submission's folder: that file comes with the submission, so a student who writes
+`2026-11-30 12:00:00 UTC` into it would choose their own submission time and dodge the penalty. Only an instructor
+who collected the submissions with nbgrader (whose submit and collect write that file) and trusts it says
+`--trust-timestamps` (Policy.trust_timestamps); its first line is then the time (`2026-12-01 23:12:03.123456 UTC`;
+ISO 8601 such as `2026-12-01T23:12:03+01:00` is read too), else the file time. A time without a zone is the grading
+machine's local time.
 """
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,6 +47,7 @@ class Policy:
     due: dict = field(default_factory=dict)  # {assignment or "*": datetime}
     released: dict = field(default_factory=dict)  # {assignment or "*": datetime}
     penalty: Penalty = field(default_factory=Penalty)
+    trust_timestamps: bool = False  # read the submission's timestamp.txt (nbgrader's collect), not only the file time
 
     def due_of(self, assignment):
         return self.due.get(assignment, self.due.get("*"))
@@ -110,30 +117,35 @@ def read_due_file(path):
     return due, released
 
 
-def make_policy(due=(), due_file=None, penalty="none", released=None):
+def make_policy(due=(), due_file=None, penalty="none", released=None, trust_timestamps=False):
     """The policy of one run. `due`: ["2026-12-01T23:59"] for every assignment, or ["09_nn=2026-12-01T23:59", ...];
-    `due_file`: see read_due_file (the command line wins); `released`: when the assignments were released."""
+    `due_file`: see read_due_file (the command line wins); `released`: when the assignments were released;
+    `trust_timestamps`: take the time from the submission's timestamp.txt where there is one (see the docstring)."""
     dates, releases = read_due_file(due_file) if due_file else ({}, {})
     for item in due:
         assignment, _, when = item.rpartition("=") if "=" in item else ("*", "", item)
         dates[assignment] = parse_time(when, f"--due {item}")
     if released:
         releases["*"] = parse_time(released, f"--released {released}")
-    result = Policy(dates, releases, parse_penalty(penalty))
+    result = Policy(dates, releases, parse_penalty(penalty), trust_timestamps)
     if result.penalty.fraction and not dates:
         raise GradingError("--late-penalty needs a due date: pass --due DATE or --due-file FILE.")
     return result
 
 
-def submission_time(notebook):
-    "(when the submission was handed in, where that came from): its folder's timestamp.txt, else the file's mtime."
+def submission_time(notebook, trust_timestamps=False):
+    """(when the submission was handed in, where that came from): the notebook file's time as received, or, when the
+    instructor trusts them, its folder's timestamp.txt first."""
     stamp = Path(notebook).parent / "timestamp.txt"
-    if stamp.exists():
+    if trust_timestamps and stamp.is_file():
         lines = stamp.read_text(errors="replace").strip().splitlines()
         if not lines:
             raise GradingError(f"{stamp}: empty; expected a time such as 2026-12-01 23:12:03.123456 UTC.")
         return parse_time(lines[0], str(stamp)), "timestamp.txt"
-    mtime = Path(notebook).stat().st_mtime
+    try:
+        mtime = os.stat(notebook, follow_symlinks=False).st_mtime
+    except OSError as error:
+        raise GradingError(f"{notebook}: cannot read the file's time ({error.strerror}).") from None
     return datetime.fromtimestamp(mtime, UTC).astimezone(), "file time"
 
 
@@ -141,7 +153,7 @@ def assess(policy, assignment, notebook, now=None):
     "The late columns of one submission; a bad or odd timestamp is reported in the note, never raised."
     now = now or datetime.now(UTC)
     try:
-        when, source = submission_time(notebook)
+        when, source = submission_time(notebook, policy.trust_timestamps)
     except GradingError as error:
         if policy.due_of(assignment) is None:
             return Late()  # no due date: when it was handed in does not matter
@@ -159,5 +171,9 @@ def assess(policy, assignment, notebook, now=None):
     late.late_by_hours = round(max(0.0, (when - due) / timedelta(hours=1)), 2)
     late.penalty = policy.penalty.of(when - due)
     if late.late_by_hours and source == "file time":
-        late.note = "late by the notebook's file time (no timestamp.txt)"
+        late.note = "late by the notebook's file time as received" + (
+            "; its timestamp.txt was not read (--trust-timestamps reads it)"
+            if not policy.trust_timestamps and (Path(notebook).parent / "timestamp.txt").exists()
+            else ""
+        )
     return late

@@ -1,5 +1,5 @@
-"""The late policy (grading.late): due dates, the penalty, the submission's time, and the grade table's columns.
-Every time is fixed: no test sleeps or reads the clock."""
+"""The late policy (grading.late): due dates, the penalty, the submission's time (the file's, or a trusted
+timestamp.txt), and the grade table's columns. Every time is fixed: no test sleeps or reads the clock."""
 
 import csv
 import os
@@ -80,38 +80,77 @@ def test_penalties_per_started_day_or_hour_with_a_cap():
         make_policy(penalty="10%/day")
 
 
-def test_the_time_comes_from_timestamp_txt_else_from_the_notebooks_mtime(tmp_path):
+def test_by_default_the_time_is_the_files_and_a_timestamp_txt_in_the_folder_is_not_read(tmp_path):
+    "A student who puts an on-time timestamp.txt next to a late notebook is still late."
     policy = make_policy([DUE], penalty="10%/day")
-    late = assess(policy, "09_nn", submission(tmp_path, "2026-12-03 10:00:00.000000 UTC"), NOW)
+    assert not policy.trust_timestamps
+    late = parse_time("2026-12-03T10:00+00:00", "x")
+    forged = submission(tmp_path, "2026-12-01 12:00:00 UTC", mtime=late)
+    result = assess(policy, "09_nn", forged, NOW)
+    assert result.submitted_at == "2026-12-03T10:00:00+00:00" and result.penalty == pytest.approx(0.2)
+    assert "file time as received" in result.note and "timestamp.txt was not read (--trust-timestamps" in result.note
+    junk = assess(policy, "09_nn", submission(tmp_path, "junk", mtime=late, student="bo"), NOW)
+    assert not junk.problem and junk.penalty == pytest.approx(0.2), "an unread timestamp.txt cannot be malformed"
+    on_time = assess(policy, "09_nn", submission(tmp_path, mtime=parse_time(DUE, "x"), student="cy"), NOW)
+    assert on_time.penalty == 0 and on_time.note == ""
+
+
+def test_a_symlinked_notebook_has_the_links_own_time_not_its_targets(tmp_path):
+    policy = make_policy([DUE], penalty="10%/day")
+    target = submission(tmp_path, mtime=parse_time("2026-12-01T12:00+00:00", "x"), student="elsewhere")
+    link = tmp_path / "ada" / "09_nn" / "09_nn.ipynb"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(target)
+    late = parse_time("2026-12-02T00:30+00:00", "x").timestamp()
+    os.utime(link, (late, late), follow_symlinks=False)
+    assert assess(policy, "09_nn", link, NOW).penalty == pytest.approx(0.1)
+
+
+def test_with_trust_timestamps_the_time_comes_from_timestamp_txt_else_from_the_file(tmp_path):
+    policy = make_policy([DUE], penalty="10%/day", trust_timestamps=True)
+    on_time_file = parse_time("2026-12-01T12:00+00:00", "x")
+    late = assess(policy, "09_nn", submission(tmp_path, "2026-12-03 10:00:00.000000 UTC", mtime=on_time_file), NOW)
     assert late.submitted_at == "2026-12-03T10:00:00+00:00"
     assert late.late_by_hours == pytest.approx(34.02) and late.penalty == pytest.approx(0.2) and not late.problem
     on_time = assess(policy, "09_nn", submission(tmp_path, "2026-12-01 23:00:00 UTC", student="bo"), NOW)
     assert on_time.late_by_hours == 0 and on_time.penalty == 0 and on_time.note == ""
     by_mtime = submission(tmp_path, mtime=parse_time("2026-12-02T00:30+00:00", "x"), student="cy")
     late = assess(policy, "09_nn", by_mtime, NOW)
-    assert late.penalty == pytest.approx(0.1) and "file time" in late.note
+    assert late.penalty == pytest.approx(0.1) and late.note == "late by the notebook's file time as received"
+
+
+def test_trust_timestamps_is_an_option_of_autograde():
+    from grading.cli import late_policy, parser
+
+    args = ["autograde", "subs", "--out", "out", "--due", DUE]
+    assert not late_policy(parser().parse_args(args)).trust_timestamps
+    assert late_policy(parser().parse_args([*args, "--trust-timestamps"])).trust_timestamps
 
 
 def test_a_malformed_timestamp_is_reported_with_the_file_and_the_format(tmp_path):
-    policy = make_policy([DUE], penalty="10%/day")
+    policy = make_policy([DUE], penalty="10%/day", trust_timestamps=True)
     late = assess(policy, "09_nn", submission(tmp_path, "yesterday, around noon"), NOW)
     assert late.problem and late.penalty == 0
     assert "ada/09_nn/timestamp.txt" in late.note and "expected YYYY-MM-DDTHH:MM" in late.note
     empty = assess(policy, "09_nn", submission(tmp_path, "", student="bo"), NOW)
     assert empty.problem and "timestamp.txt: empty" in empty.note
-    assert assess(Policy(), "09_nn", submission(tmp_path, "junk", student="cy"), NOW).note == "", "no due date"
+    no_due = Policy(trust_timestamps=True)
+    assert assess(no_due, "09_nn", submission(tmp_path, "junk", student="cy"), NOW).note == "", "no due date"
 
 
 def test_a_timestamp_in_the_future_or_before_the_release_is_reported_not_penalised(tmp_path):
-    policy = make_policy([DUE], penalty="zero", released="2026-11-20T09:00Z")
+    policy = make_policy([DUE], penalty="zero", released="2026-11-20T09:00Z", trust_timestamps=True)
     future = assess(policy, "09_nn", submission(tmp_path, "2027-01-01 00:00:00 UTC"), NOW)
     assert future.penalty == 0 and "in the future" in future.note and not future.problem
     early = assess(policy, "09_nn", submission(tmp_path, "2026-11-01 00:00:00 UTC", student="bo"), NOW)
     assert early.penalty == 0 and "before the release" in early.note
+    by_file = make_policy([DUE], penalty="zero", released="2026-11-20T09:00Z")
+    touched = submission(tmp_path, mtime=parse_time("2027-01-01T00:00Z", "x"), student="cy")
+    assert "file time is in the future" in assess(by_file, "09_nn", touched, NOW).note
 
 
 def test_the_grade_table_keeps_the_score_and_adds_the_late_columns(tmp_path):
-    policy = make_policy([DUE], penalty="10%/day")
+    policy = make_policy([DUE], penalty="10%/day", trust_timestamps=True)
     late = {
         ("ada", "09_nn"): assess(policy, "09_nn", submission(tmp_path, "2026-12-03 10:00:00 UTC"), NOW),
         ("bo", "09_nn"): assess(policy, "09_nn", submission(tmp_path, "2026-12-01 12:00:00 UTC", student="bo"), NOW),
