@@ -47,8 +47,8 @@ def cmd_export(args):
 def cmd_release(args):
     from .release import release
 
-    assignments = release(args.out)
-    print(f"student kit with {len(assignments)} assignments written to {args.out}")
+    assignments = release(args.out, update=args.update, force=args.force, log=print)
+    print(f"student kit with {len(assignments)} assignments {'updated in' if args.update else 'written to'} {args.out}")
     return 0
 
 
@@ -251,7 +251,20 @@ def parser():
     )
     p.set_defaults(run=cmd_pictures)
     p = sub.add_parser("release", help="build the student kit: no solutions, no hidden tests, its own tinytorch/")
-    p.add_argument("--out", required=True, help="folder for the kit (new, or an earlier kit to replace)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="folder for the kit: new, empty, or an earlier kit, replaced only if the student changed nothing in it",
+    )
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="write into an earlier kit: add the new notebooks, refresh the files the student did not change, keep "
+        "every changed notebook and every file of the student's",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace the --out folder whatever it holds (the student's work is lost)"
+    )
     p.set_defaults(run=cmd_release)
     p = sub.add_parser("autograde", help="grade SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb")
     p.add_argument("submissions", help="folder with one folder per student")

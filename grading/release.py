@@ -1,6 +1,20 @@
-"""The student kit: notebooks without solutions or hidden tests, and a tinytorch/ exported from them."""
+"""The student kit: notebooks without solutions or hidden tests, and a tinytorch/ exported from them.
+
+The kit is built in a temporary folder, scanned for answer lines, and only then put where it goes. Where that is
+matters, because a kit is where a student works: releasing again must never delete their work. The release records
+what it wrote (grading.manifest), and into a folder that already holds something it
+
+- replaces the folder when it holds only what the last release wrote (unchanged, or deleted: nothing to lose);
+- refuses, with an error naming the changed files and the files that are not the release's, when the student changed
+  or added anything; and refuses a folder that is not empty and has no manifest (a kit from before manifests, or any
+  other folder), since what in it is the student's cannot be told;
+- with --update: writes the new notebooks (and every file the student did not change) into the kit, keeps every
+  changed file and every file of the student's as it is, and names them;
+- with --force: replaces the folder whatever it holds (the only way to lose work, and it says what went).
+"""
 
 import keyword
+import os
 import re
 import shutil
 import tempfile
@@ -10,6 +24,7 @@ from .convention import DEFINITION, mismatches, model_answer
 from .course import Course
 from .errors import GradingError
 from .export import copy_package_skeleton, export_package
+from .manifest import KitState, compare, hashes, listing, read_manifest, write_manifest
 from .notebooks import (
     HIDDEN_BEGIN,
     HIDDEN_END,
@@ -89,22 +104,85 @@ def kit_settings(settings_path, nbs_path="."):
     return "\n".join(lines) + "\n"
 
 
-def check_output(out):
+def check_output(out, update=False, force=False):
+    """What is in `out` now (a KitState, or None when there is nothing to keep); a GradingError when releasing there
+    would delete the student's work and neither --update nor --force says what to do."""
     out = Path(out)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / KIT_MARKER).exists())):
+    if update and force:
+        raise GradingError("--update and --force: choose one (--update keeps the student's work, --force deletes it).")
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise GradingError(f"{out} is not a folder; give --out a new or empty folder, or an earlier kit.")
+    if not out.exists() or not any(out.iterdir()):
+        return None
+    manifest = read_manifest(out)
+    if manifest is None:
+        if force:
+            return KitState({}, extra=sorted(p.name for p in out.iterdir()))
         raise GradingError(
-            f"{out} exists and is not empty (and is not an earlier kit); "
-            "choose a new folder so nothing in it is overwritten."
+            f"{out} is not empty and holds no release manifest (a kit released before manifests, or another folder), "
+            "so the student's work in it cannot be told from the release's; release into a new folder (copy the "
+            "student's notebooks over), or pass --force to replace everything in it."
         )
-    return out
+    state = compare(out, manifest)
+    if state.work and not (update or force):
+        what = [f"changed {listing(state.changed)}"] if state.changed else []
+        what += [f"not from the release {listing(state.extra)}"] if state.extra else []
+        raise GradingError(
+            f"{out} holds work that releasing would delete ({'; '.join(what)}); release into a new folder, or pass "
+            "--update to add the new notebooks and keep these, or --force to replace them (they are lost)."
+        )
+    return state
 
 
 def put_in_place(staged, out):
-    "Replace `out` (absent, empty or an earlier kit) by the finished kit in `staged`."
-    if out.exists():
-        shutil.rmtree(out)
+    "Replace `out` (absent, empty or an earlier kit) by the finished kit in `staged`; the old one goes last."
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    old = out.with_name(f".{out.name}.replaced-{os.getpid()}") if out.exists() else None
+    if old:
+        os.replace(out, old)
     shutil.move(str(staged), str(out))
+    if old:
+        shutil.rmtree(old)
+
+
+def blocked(root, relative):
+    "Whether writing ROOT/RELATIVE would go through a link or need a folder where the student put something else."
+    path = Path(root)
+    for part in Path(relative).parts[:-1]:
+        path = path / part
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            return True
+    return False
+
+
+def update_in_place(staged, out, state, log):
+    """Write the kit in `staged` into the earlier kit `out`, file by file, keeping whatever the student changed or
+    added (state: grading.manifest.KitState); the new manifest keeps the old hash of a kept file, so a later release
+    still knows it as the student's."""
+    out, new = Path(out), hashes(staged)
+    work = set(state.work)
+    kept, added, refreshed = [], [], []
+    for relative in new:
+        target = out / relative
+        if relative in work or blocked(out, relative) or target.is_dir():
+            kept.append(relative)
+            continue
+        existed = target.exists()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.release-tmp")
+        shutil.copyfile(staged / relative, tmp)
+        os.replace(tmp, target)
+        (refreshed if existed else added).append(relative)
+    manifest = {path: digest for path, digest in state.manifest.items() if path not in new}  # no longer released
+    manifest.update({path: new[path] for path in added + refreshed})
+    manifest.update({path: state.manifest[path] for path in kept if path in state.manifest})
+    write_manifest(out, manifest)
+    log(f"updated {out}: {len(added)} files added, {len(refreshed)} unchanged files refreshed")
+    if state.work:
+        log(f"kept as the student left them: {listing(state.work, most=20)}")
+    if kept:
+        log(f"run python -m grading export in {out} to bring tinytorch/ up to date with the notebooks")
 
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -274,16 +352,37 @@ def scan_for_solutions(kit, notebooks):
         )
 
 
-def release(out, notebooks_dir=None):
-    "Build the student kit in `out`; return the list of assignments."
+def release(out, notebooks_dir=None, *, update=False, force=False, log=None):
+    """Build the student kit and put it in `out`, never deleting a student's work there unless told --force.
+
+    Args:
+        out: the kit's folder: new, empty, or a kit an earlier release wrote (see the module docstring).
+        notebooks_dir: the instructor's notebooks (default notebooks/ of this repository).
+        update: write into an earlier kit, keeping every file the student changed or added.
+        force: replace `out` whatever it holds.
+        log: called with a line for the user about what an update kept, or what --force deleted (default: silent).
+
+    Returns:
+        The released assignments, in order.
+
+    Raises:
+        GradingError: out of date nbgrader metadata, a kit that would show an answer, or an `out` that holds work
+        (or is not a kit) without --update or --force.
+    """
+    log = log or (lambda line: None)
     notebooks = course_notebooks(notebooks_dir)
     check_sources(notebooks)
-    out = check_output(out)
+    state = check_output(out, update, force)
     with tempfile.TemporaryDirectory(prefix="tinytorch-release-") as workdir:
         released = student_notebooks(notebooks, Path(workdir) / "course")
         build_kit(Path(workdir) / "kit", released)
         scan_for_solutions(Path(workdir) / "kit", notebooks)
-        put_in_place(Path(workdir) / "kit", out)
+        if update and state is not None:
+            update_in_place(Path(workdir) / "kit", out, state, log)
+        else:
+            put_in_place(Path(workdir) / "kit", out)
+            if state is not None and state.work:
+                log(f"--force: deleted from {out}: {listing(state.work, most=20)}")
     return list(released)
 
 
@@ -299,3 +398,4 @@ def build_kit(out, released):
     copy_package_skeleton(out)
     export_package(out)
     (out / KIT_MARKER).write_text("A TinyTorch student kit made by python -m grading release.\n")
+    write_manifest(out, hashes(out))

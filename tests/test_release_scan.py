@@ -1,15 +1,12 @@
 """release scans every file of the kit against the answers of every notebook, not only the notebook's own."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import pytest
+from release_helpers import course_copy, release_in
 
-from conftest import REPO
 from grading.errors import GradingError
 from grading.notebooks import course_notebooks
 from grading.release import answer_parts, find_leaks, is_answer, normalise, scan_for_solutions
@@ -121,20 +118,6 @@ def test_the_real_kit_shows_no_answer(kit):
     assert list(find_leaks(kit, course_notebooks())) == []
 
 
-def course_copy(tmp_path, stems):
-    "What `release` reads, in a folder of its own: the grading package, some notebooks, settings and the skeleton."
-    root = tmp_path / "course"
-    shutil.copytree(REPO / "grading", root / "grading", ignore=shutil.ignore_patterns("__pycache__"))
-    (root / "notebooks").mkdir()
-    for stem in stems:
-        shutil.copyfile(REPO / "notebooks" / f"{stem}.ipynb", root / "notebooks" / f"{stem}.ipynb")
-    shutil.copyfile(REPO / "settings.ini", root / "settings.ini")
-    (root / "tinytorch").mkdir()
-    shutil.copyfile(REPO / "tinytorch" / "__init__.py", root / "tinytorch" / "__init__.py")
-    shutil.copytree(REPO / "tinytorch" / "data", root / "tinytorch" / "data")
-    return root
-
-
 def plant(path, cell_id, line):
     "Add `line` to the end of one cell of a notebook, as an author might paste it."
     nb = json.loads(path.read_text())
@@ -143,18 +126,7 @@ def plant(path, cell_id, line):
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
-def release_in(root, out):
-    env = dict(os.environ, PYTHONPATH=str(root))
-    return subprocess.run(
-        [sys.executable, "-m", "grading", "release", "--out", str(out)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "cell_id, line",
     [
@@ -177,6 +149,7 @@ def test_an_earlier_answer_planted_in_a_later_notebook_stops_the_release(tmp_pat
     assert not out.exists(), "nothing is released"
 
 
+@pytest.mark.slow
 def test_the_unplanted_copy_releases(tmp_path):
     root = course_copy(tmp_path, ["02_function", "03_gradcheck"])
     result = release_in(root, tmp_path / "kit")
