@@ -125,7 +125,8 @@ class TransposeBackward(Function):
 
     def __init__(self, x, axes=None):
         super().__init__(x)
-        self.axes = tuple(axes) if axes else tuple(reversed(range(x.ndim)))
+        axes = tuple(axes) if axes else tuple(reversed(range(x.ndim)))
+        self.axes = tuple(axis % x.ndim for axis in axes)  # (0, -1, 1) -> (0, 2, 1): argsort needs the positions
 
     def apply(self, grad_output):
         ### BEGIN SOLUTION
