@@ -83,6 +83,8 @@ class PowBackward(Function):
     def apply(self, grad_output):
         (a,) = self.saved_tensors
         p = self.exponent
+        if p == 0:  # a**0 is the constant 1: its gradient is 0, where the formula gives 0 * 0**-1 = nan at a = 0
+            return (Tensor(np.zeros(a.shape, dtype=grad_output.dtype)),)
         ### BEGIN SOLUTION
         return (grad_output * p * a ** (p - 1),)
         ### END SOLUTION
