@@ -37,11 +37,29 @@ class Tensor:
     def __len__(self):
         return len(self.data)
 
+    # Working with NumPy and Python numbers
     def numpy(self) -> np.ndarray:
         return self.data
 
     def item(self) -> float:
         return self.data.item()
+
+    def copy(self) -> "Tensor":
+        "The same numbers in an array of its own, as a new Tensor that is part of no graph."
+        return Tensor(self.data.copy())
+
+    def __array__(self, dtype=None, copy=None):
+        "What np.asarray(x) and every NumPy function see: the array itself (NumPy 2's `copy` rules)."
+        return np.array(self.data, dtype=dtype, copy=copy)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        return bool(self.data)  # `if x == y:` needs one element; NumPy refuses the ambiguous truth of more
 
     def __repr__(self):
         body = np.array2string(self.data, separator=", ", prefix="Tensor(")
@@ -100,6 +118,34 @@ class Tensor:
 
     def log(self) -> "Tensor":
         return Tensor(np.log(self.data))
+
+    # Comparisons, elementwise: boolean Tensors, which no gradient flows through
+    def _compare(self, other, numpy_op, symbol):
+        other = other.data if isinstance(other, Tensor) else other
+        try:
+            return Tensor(numpy_op(self.data, other))
+        except ValueError:
+            raise broadcast_error(symbol, self.shape, np.shape(other)) from None
+
+    def __eq__(self, other):
+        return self._compare(other, np.equal, "==")
+
+    def __ne__(self, other):
+        return self._compare(other, np.not_equal, "!=")
+
+    def __lt__(self, other):
+        return self._compare(other, np.less, "<")
+
+    def __le__(self, other):
+        return self._compare(other, np.less_equal, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, np.greater, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, np.greater_equal, ">=")
+
+    __hash__ = object.__hash__  # == is elementwise, so sets and dicts tell tensors apart by identity, as PyTorch does
 
     # Matrix product
     def __matmul__(self, other):
