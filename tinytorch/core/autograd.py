@@ -164,12 +164,19 @@ def _seed_gradient(root, grad_output):
 _keep_retained = True  # False inside grad(), which touches no .grad
 
 
+def _own_copy(grad):
+    "A copy of `grad` for one tensor's `.grad`: a rule may hand one gradient (or views of its array) to several inputs."
+    if grad.requires_grad:  # create_graph=True: a copy made by an operation stays differentiable
+        return grad * 1
+    return grad.copy()
+
+
 def _store_if_retained(function, grad):
     "If the result `function` produced called retain_grad(), add its complete gradient to its `.grad`, as for a leaf."
     retained = getattr(function, "retained_output", None)
     tensor = retained() if retained is not None else None  # a weak reference: the rule does not keep its result alive
     if tensor is not None and _keep_retained:
-        tensor.grad = grad if tensor.grad is None else tensor.grad + grad
+        tensor.grad = _own_copy(grad) if tensor.grad is None else tensor.grad + grad
 
 
 def _call_rule(function, grad, create_graph):
@@ -209,7 +216,7 @@ def backward(
 ) -> None:
     "Compute the gradient of this tensor with respect to every leaf, adding it to each leaf's `.grad`."
     for leaf, grad in run_backward(self, grad_output, retain_graph, create_graph):
-        leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+        leaf.grad = _own_copy(grad) if leaf.grad is None else leaf.grad + grad
 
 
 def grad(
@@ -270,6 +277,8 @@ def _get_grad(self):
 
 
 def _set_grad(self, value):
+    if value is not None and not isinstance(value, Tensor):
+        value = Tensor(value)  # x.grad = np.array(...) is kept as a Tensor, the way backward() stores it
     self.__dict__["grad"] = value
 
 
