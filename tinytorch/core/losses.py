@@ -41,6 +41,15 @@ def _same_shape(name, prediction, target):
             f"{target.shape}. Reshape one of them (for example target.reshape(prediction.shape))."
         )
 
+
+def _check_probabilities(name, probabilities):
+    data = probabilities.data
+    if data.size and (data.min() < 0 or data.max() > 1):
+        raise ValueError(
+            f"{name} needs probabilities in [0, 1]; got values from {data.min()} to {data.max()}. "
+            "Pass sigmoid(logits), not the logits themselves."
+        )
+
 # %% ../../notebooks/08_losses.ipynb #c08-022
 def mse_loss(prediction, target):
     "Mean of the squared differences."
@@ -64,11 +73,26 @@ class MSEBackward(Function):
 BCE_EPS = 1e-12  # probabilities are clipped to [eps, 1 - eps] so log never sees 0
 
 
+def _bce_eps(dtype):
+    "The eps for probabilities of `dtype`: BCE_EPS, or the dtype's resolution where 1 - BCE_EPS would round to 1."
+    if not np.issubdtype(dtype, np.floating):
+        return BCE_EPS
+    return max(BCE_EPS, float(np.finfo(dtype).eps))
+
+
+def _clipped(probabilities):
+    "probabilities clipped to [eps, 1 - eps], as a Tensor computed from them: plus a shift that is 0 inside."
+    eps = _bce_eps(probabilities.dtype)
+    return probabilities + Tensor(np.clip(probabilities.data, eps, 1 - eps) - probabilities.data)
+
+
 def bce_loss(probabilities, target):
-    "Binary cross-entropy of probabilities in (0, 1) against targets in [0, 1]."
+    "Binary cross-entropy of probabilities in [0, 1] against targets in [0, 1]."
     probabilities, target = Tensor._lift(probabilities), Tensor._lift(target)
     _same_shape("bce_loss", probabilities, target)
-    p, t = np.clip(probabilities.data, BCE_EPS, 1 - BCE_EPS), target.data
+    _check_probabilities("bce_loss", probabilities)
+    eps = _bce_eps(probabilities.dtype)
+    p, t = np.clip(probabilities.data, eps, 1 - eps), target.data
     value = -np.mean(t * np.log(p) + (1 - t) * np.log(1 - p))
     return attach(Tensor(value), BCEBackward, probabilities, target)
 
@@ -78,7 +102,7 @@ class BCEBackward(Function):
 
     def apply(self, grad_output):
         probabilities, target = self.saved_tensors
-        p = Tensor(np.clip(probabilities.data, BCE_EPS, 1 - BCE_EPS))
+        p = _clipped(probabilities)  # the forward's clipped p, still computed from the saved tensor
         n = probabilities.size
         ### BEGIN SOLUTION
         grad_p = grad_output * (p - target) / (p * (1 - p)) / n
