@@ -12,10 +12,11 @@ Reads the gradebook that `autograde` wrote (grading.lms_input) and writes it in 
   results.json, with each test's name, score, max_score, status, visibility and output.
 
 Why a CSV export never holds a row the LMS cannot match: Moodle's import stops, and imports nothing, at the first
-row whose user it cannot find, and Canvas asks about each one. So canvas and moodle need a roster (student,name,
-email, optionally lms_id,sis_id,login_id,section; `student` is the submission folder name), and a graded student
-missing from it (or, for Moodle, a roster line without an email address) goes to the side file OUT.notes.csv with
-the reason instead, and is named on stderr. The side file also holds, for Canvas, whose import has no comment
+row whose user it cannot find (grade/import/csv/classes/load_data.php), and Canvas cannot place such a row either.
+So canvas and moodle need a roster (student,name,email, optionally lms_id,sis_id,login_id,section; `student` is the
+submission folder name), and a graded student missing from it (or, for Moodle, a roster line without a usable email
+address) goes to the side file next to OUT (canvas.csv: canvas.notes.csv) with the reason instead, and is named on
+stderr. The side file also holds, for Canvas, whose import has no comment
 column, the notes on the grades. Nothing is dropped silently; every cell is written through grading.csvsafe, since
 names and notes come from students and the files are opened in spreadsheets.
 
