@@ -346,7 +346,11 @@ def parser():
         "student and assignment",
     )
     p.add_argument("--out", required=True, help="the CSV file to write (for gradescope: a folder)")
-    p.add_argument("--roster", default=None, help="CSV with header student,name,email[,lms_id,sis_id,login_id,section]")
+    p.add_argument(
+        "--roster",
+        default=None,
+        help="CSV with header student,name,email[,lms_id,sis_id,login_id,section]; canvas and moodle need one",
+    )
     p.add_argument("--assignment", action="append", default=None, help="export only this assignment (repeatable)")
     p.add_argument(
         "--missing",
