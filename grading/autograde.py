@@ -7,7 +7,6 @@ every submission whose result is still valid: same submission, same instructor n
 of a notebook changed (a hidden test was fixed), only those tests' scores are replaced.
 """
 
-import concurrent.futures
 import contextlib
 import csv
 import hashlib
@@ -15,8 +14,6 @@ import io
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,8 +29,10 @@ from .feedback import POLICIES
 from .feedback import publish as publish_feedback
 from .job import Spec, digest, manual_note, manual_points, test_cells
 from .late import Policy, assess
-from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic
+from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic, write_notebook
 from .release import check_sources, kit_settings
+from .runner import Runner, load_result
+from .submissions import find_submissions as read_folder
 from .variant import read_secret, variant_id
 
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points"]
@@ -55,6 +54,7 @@ class Row:
     submitted_at: str = ""  # the late policy's columns (grading.late)
     late_by_hours: float | None = None
     penalty: float = 0.0  # points taken for lateness
+    graded: bool = True  # False: the grader failed for a reason of its own; no score is written, the next run retries
 
     @property
     def final_score(self):
@@ -62,14 +62,15 @@ class Row:
 
     def late_values(self):
         late = "" if self.late_by_hours is None else f"{self.late_by_hours:g}"
-        return [self.submitted_at, late, f"{round(self.penalty, 4):g}", f"{round(self.final_score, 4):g}"]
+        final = f"{round(self.final_score, 4):g}" if self.graded else ""
+        return [self.submitted_at, late, f"{round(self.penalty, 4):g}", final]
 
     def values(self):
         return [
             self.student,
             self.assignment,
             self.notebook,
-            f"{self.score:g}",
+            f"{self.score:g}" if self.graded else "",
             f"{self.max_score:g}",
             self.note,
             f"{self.manual_points:g}",
@@ -80,71 +81,20 @@ class Row:
 
 
 def find_submissions(submissions, known):
-    "[(student, assignment, path)] to grade, and [Row] for every submission that cannot be graded."
-    found, problems = _find(submissions, known)
-    for row in problems:
-        row.problem = True
-    return found, problems
+    "[(student, assignment, path)] to grade, and [Row] for every entry that cannot be graded (grading.submissions)."
+    found, problems = read_folder(submissions, known)
+    rows = [Row(p.student, p.assignment, p.notebook, note=p.note, problem=True) for p in problems]
+    return found, rows
 
 
-def _find(submissions, known):
-    submissions = Path(submissions)
-    if not submissions.is_dir():
-        raise GradingError(f"{submissions}: no such folder. Pass the folder that holds one folder per student.")
-    found, problems = [], []
-    students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if not students:
-        raise GradingError(
-            f"{submissions}: contains no student folders (expected {submissions}/<student>/<assignment>/)."
-        )
-    for student in students:
-        for item in sorted(p for p in student.iterdir() if not p.name.startswith(".")):
-            if not item.is_dir():
-                problems.append(
-                    Row(
-                        student.name,
-                        item.stem,
-                        item.name,
-                        note=f"{item.name} is not inside an assignment "
-                        f"folder; expected {student.name}/<assignment>/<assignment>.ipynb",
-                    )
-                )
-                continue
-            if item.name not in known:
-                problems.append(
-                    Row(
-                        student.name,
-                        item.name,
-                        "",
-                        note=f"unknown assignment {item.name!r}; the assignments are {', '.join(known)}",
-                    )
-                )
-                continue
-            notebook = item / f"{item.name}.ipynb"
-            if not notebook.exists():
-                others = ", ".join(p.name for p in item.glob("*.ipynb")) or "no notebook"
-                problems.append(
-                    Row(student.name, item.name, notebook.name, note=f"missing {notebook.name} (found: {others})")
-                )
-                continue
-            try:
-                nb = read_notebook(notebook)
-            except GradingError as error:
-                problems.append(Row(student.name, item.name, notebook.name, note=str(error).split(": ", 1)[-1]))
-                continue
-            ids = {nbgrader_meta(c).get("grade_id") for c in nb.cells}
-            if not ids & known[item.name]:
-                problems.append(
-                    Row(
-                        student.name,
-                        item.name,
-                        notebook.name,
-                        note=f"this is not the {item.name} notebook: none of its cells are there",
-                    )
-                )
-                continue
-            found.append((student.name, item.name, notebook))
-    return found, problems
+def graded_assignments(notebooks_dir=None):
+    "The notebooks that are assignments (with tests or written answers); 15_viz, given code only, is not one."
+    notebooks = course_notebooks(notebooks_dir)
+    return [
+        stem
+        for stem, path in notebooks.items()
+        if any(nbgrader_meta(c).get("grade") for c in read_notebook(path).cells)
+    ]
 
 
 def module_of(notebook):
@@ -170,8 +120,8 @@ def file_fingerprint(path):
 
 def plan(previous, fingerprint, tests):
     "'skip', 'tests' (only some tests changed) or 'all', given the previous result (or None)."
-    if previous is None or previous.get("fingerprint") != fingerprint:
-        return "all"
+    if previous is None or previous.get("fingerprint") != fingerprint or previous.get("problem"):
+        return "all"  # new, changed, or not graded last time (a fault of the grader's)
     old = {t: r["fingerprint"] for t, r in previous["tests"].items()}
     return "skip" if old == {t: f for t, (_, f) in tests.items()} else "tests"
 
@@ -245,53 +195,14 @@ def make_scratch(state):
 # -- Running the jobs ------------------------------------------------------------------------------------------------
 
 
-def run_job(spec, spec_path, timeout):
-    "Run one job in its own process; return (result, None), or (None, what went wrong)."
-    spec.save(spec_path)
-    Path(spec.result).unlink(missing_ok=True)
-    log = Path(spec_path).with_suffix(".log")
-    with open(log, "w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "grading.job", str(spec_path)],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=REPO,
-            start_new_session=True,
-        )
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # its sandboxes die with it (--die-with-parent)
-            process.wait()
-            scored = load_result(spec.result)  # the clean room finished: only the feedback is missing
-            if scored is not None:
-                scored["note"] = "; ".join(
-                    n
-                    for n in [
-                        scored["note"],
-                        f"the notebook run for the feedback took longer than {timeout} s and was stopped",
-                    ]
-                    if n
-                )
-                return scored, None
-            return None, (
-                f"grading took longer than {timeout} s and was stopped (an endless loop that ignores "
-                "interrupts?); no test could be scored"
-            )
-    result = load_result(spec.result)
-    if process.returncode == 0 and result is not None:
-        return result, None
-    detail = log.read_text().strip().splitlines()
-    return None, f"the grader's job failed (exit {process.returncode})" + (f": {detail[-1][:300]}" if detail else "")
-
-
 def failed_result(spec, tests, note):
+    "The result of a submission the grader could not grade (grading.runner.not_graded): no score, retried next run."
     return {
         "student": spec.student,
         "assignment": spec.assignment,
         "score": 0.0,
         "problem": True,
+        "graded": False,
         "max_score": sum(p for p, _ in tests.values()),
         "note": note,
         "fingerprint": spec.fingerprint,
@@ -340,13 +251,6 @@ def log_policies(policies, out, found, log):
     log(f"feedback for students: {policies.feedback}: {POLICIES[policies.feedback]}{earlier}")
 
 
-def load_result(path):
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None  # absent, or left by a grader that was killed: grade again
-
-
 def rows_of(results, problems, manual=None):
     "The table's rows; `manual`: {assignment: points of its written answers}, which wait for marking by hand."
     rows = list(problems)
@@ -361,6 +265,7 @@ def rows_of(results, problems, manual=None):
                 r["note"],
                 problem=r.get("problem", False),
                 manual_points=(manual or {}).get(r["assignment"], 0.0),
+                graded=r.get("graded", True),
             )
         )
     return sorted(rows, key=lambda r: (r.student, r.assignment))
@@ -410,6 +315,7 @@ def write_gradebook(results, problems, path, manual=None, late=None):
             "score": r["score"],
             "max_score": r["max_score"],
             "note": r["note"],
+            **({} if r.get("graded", True) else {"graded": False}),
             "tests": {
                 t: {"score": v["score"], "max_score": v["max_score"], "message": v["message"]}
                 for t, v in r["tests"].items()
@@ -486,22 +392,18 @@ def autograde(
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):
         policies = Policies(variant_secret(out, secret_file, log), feedback, late or Policy(), now)
-        return _autograde(
+        run = Run(
             out,
-            submissions,
+            out / ".grading",
             notebooks,
             instructor,
-            found,
-            problems,
-            cell_timeout,
-            workers,
-            progress,
-            notebook_timeout,
-            memory_mb,
-            log,
             sandboxed,
             policies,
+            cell_timeout=cell_timeout or CELL_TIMEOUT,
+            notebook_timeout=notebook_timeout,
+            memory_mb=memory_mb,
         )
+        return _autograde(run, found, problems, workers, progress, log)
 
 
 @dataclass
@@ -536,46 +438,61 @@ def run_lock(out, log):
         yield
 
 
-def _autograde(
-    out,
-    submissions,
-    notebooks,
-    instructor,
-    found,
-    problems,
-    cell_timeout,
-    workers,
-    progress,
-    notebook_timeout,
-    memory_mb,
-    log,
-    sandboxed,
-    policies,
-):
-    state = out / ".grading"
+@dataclass
+class Run:
+    "One autograde run: where it writes, what it grades with, and its limits."
+
+    out: Path
+    state: Path  # OUT/.grading: the master course, the reference and released packages, the reference check
+    notebooks: dict  # {stem: the instructor's notebook path}
+    instructor: dict  # {stem: the instructor's notebook}
+    sandboxed: bool
+    policies: Policies
+    cell_timeout: int = CELL_TIMEOUT
+    notebook_timeout: int = NOTEBOOK_TIMEOUT
+    memory_mb: int = MEMORY_MB
+    scratch: Path = None  # where this run's jobs make their folders
+    jobs: Path = None  # this run's job specs, logs and results
+
+    def spec(self, student, assignment, path, fingerprint, result, feedback, page):
+        "The job of grading one notebook (grading.job.Spec)."
+        modules = {stem: module_of(nb) for stem, nb in self.instructor.items()}
+        order = list(self.notebooks)
+        return Spec(
+            student=student,
+            assignment=assignment,
+            submitted=str(Path(path).resolve()),
+            instructor=str(self.notebooks[assignment].resolve()),
+            released=str(self.state / "master" / "release" / assignment / f"{assignment}.ipynb"),
+            master=str(self.state / "master"),
+            reference=str(self.state / "reference"),
+            module_file=modules[assignment].replace(".", "/") + ".py",
+            module=modules[assignment],
+            earlier_modules=[modules[s] for s in order[: order.index(assignment)] if modules[s]],
+            scratch=str(self.scratch),
+            result=str(result),
+            feedback=str(feedback),
+            feedback_course=str(feedback_course(self.state, assignment)),
+            cell_timeout=self.cell_timeout,
+            notebook_timeout=self.notebook_timeout,
+            sandboxed=self.sandboxed,
+            memory_mb=self.memory_mb,
+            fingerprint=fingerprint,
+            variant=variant_id(self.policies.secret, student, assignment),
+            feedback_policy=self.policies.feedback,
+            page=str(page),
+        )
+
+
+def _autograde(run, found, problems, workers, progress, log):
+    "Grade what `found` lists into run.out (the stages: plan, check the reference, grade, publish, marking)."
+    out, state, instructor = run.out, run.state, run.instructor
     if found:
-        prepare(notebooks, state)
-    courses = {a: feedback_course(state, a) for a in sorted({a for _, a, _ in found})}
-    modules = {stem: module_of(nb) for stem, nb in instructor.items()}
-    order = list(notebooks)
+        prepare(run.notebooks, state)
     tests = {stem: test_cells(nb) for stem, nb in instructor.items()}
-    setup = {stem: setup_fingerprint(nb) for stem, nb in instructor.items()}
-    done, todo = {}, []
-    variants = {(s, a): variant_id(policies.secret, s, a) for s, a, _ in found}
-    late = {(s, a): assess(policies.late, a, path, policies.now) for s, a, path in found}
-    log_policies(policies, out, found, log)
-    for student, assignment, path in found:
-        fingerprint = {
-            "submission": file_fingerprint(path),
-            "setup": setup[assignment],
-            "variant": variants[(student, assignment)],
-        }
-        previous = load_result(result_path(out, student, assignment))
-        action = plan(previous, fingerprint, tests[assignment])
-        if action == "skip":
-            done[(student, assignment)] = refeedback(out, previous, policies.feedback)
-        else:
-            todo.append((student, assignment, path, fingerprint, previous if action == "tests" else None))
+    late = {(s, a): assess(run.policies.late, a, path, run.policies.now) for s, a, path in found}
+    log_policies(run.policies, out, found, log)
+    done, todo = plan_run(run, found, tests)
     if done:
         log(f"{len(done)} submissions already graded (unchanged since): kept")
     results_lock = threading.Lock()
@@ -590,66 +507,139 @@ def _autograde(
         return rows
 
     publish()
-    workers = max(1, workers or os.cpu_count() or 1)
     if todo:
-        scratch = make_scratch(state)
-
-        def grade(item):
-            student, assignment, path, fingerprint, previous = item
-            index = order.index(assignment)
-            spec = Spec(
-                student=student,
-                assignment=assignment,
-                submitted=str(Path(path).resolve()),
-                instructor=str(notebooks[assignment].resolve()),
-                released=str(state / "master" / "release" / assignment / f"{assignment}.ipynb"),
-                master=str(state / "master"),
-                reference=str(state / "reference"),
-                module_file=modules[assignment].replace(".", "/") + ".py",
-                module=modules[assignment],
-                earlier_modules=[modules[s] for s in order[:index] if modules[s]],
-                scratch=str(scratch),
-                result=str(jobs / f"{student}__{assignment}.json"),
-                feedback=str(feedback_path(out, student, assignment)),
-                feedback_course=str(courses[assignment]),
-                cell_timeout=cell_timeout or CELL_TIMEOUT,
-                notebook_timeout=notebook_timeout,
-                sandboxed=sandboxed,
-                memory_mb=memory_mb,
-                fingerprint=fingerprint,
-                variant=variants[(student, assignment)],
-                feedback_policy=policies.feedback,
-                page=str(page_path(out, student, assignment)),
-            )
-            result, failure = run_job(spec, jobs / f"{student}__{assignment}.spec.json", notebook_timeout)
-            if failure is not None:
-                result = failed_result(spec, tests[assignment], failure)
-            if previous is not None:
-                result = merge(previous, result, tests[assignment])
-                log(
-                    f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
-                    "other tests kept their scores"
-                )
-            write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
-            with results_lock:
-                done[(student, assignment)] = result
-            publish()
-
-        jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
+        runner = Runner(workers or os.cpu_count() or 1, run.notebook_timeout)
+        run.scratch = make_scratch(state)
+        run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
         try:
-            with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-                futures = [pool.submit(grade, item) for item in todo]
-                waiting = concurrent.futures.as_completed(futures)
-                for future in (progress or (lambda x, **k: x))(
-                    waiting, total=len(futures), desc="grading", unit="notebook"
-                ):
-                    future.result()
+            check_reference(run, runner, sorted({a for _, a, _, _, _ in todo}), log)
+
+            def grade(item):
+                student, assignment, path, fingerprint, previous = item
+                spec = run.spec(
+                    student,
+                    assignment,
+                    path,
+                    fingerprint,
+                    run.jobs / f"{student}__{assignment}.json",
+                    feedback_path(out, student, assignment),
+                    page_path(out, student, assignment),
+                )
+                result, failure = runner.run(spec, run.jobs / f"{student}__{assignment}.spec.json")
+                if failure is not None:
+                    result = failed_result(spec, tests[assignment], failure)
+                elif previous is not None:
+                    result = merge(previous, result, tests[assignment])
+                    log(
+                        f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
+                        "other tests kept their scores"
+                    )
+                write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
+                with results_lock:
+                    done[(student, assignment)] = result
+                publish()
+
+            runner.map(grade, todo, progress)
+        except KeyboardInterrupt:
+            publish()
+            left = sum(1 for s, a, *_ in todo if (s, a) not in done)
+            log(
+                f"stopped: every job and its sandbox ended; {len(done)} graded and kept, {left} left: run again to resume"
+            )
+            raise
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-            shutil.rmtree(jobs, ignore_errors=True)
+            shutil.rmtree(run.scratch, ignore_errors=True)
+            shutil.rmtree(run.jobs, ignore_errors=True)
     rows = publish()
     if rows:
         plot_distribution(rows, out / "distribution.png")
     if any(manual.values()) and found:
-        marking.update(out, state, notebooks, instructor, found, done, log)
+        marking.update(out, state, run.notebooks, instructor, found, done, log)
     return rows
+
+
+def plan_run(run, found, tests):
+    "({(student, assignment): kept result}, [what to grade: (student, assignment, path, fingerprint, previous)])."
+    setup = {stem: setup_fingerprint(nb) for stem, nb in run.instructor.items()}
+    done, todo = {}, []
+    for student, assignment, path in found:
+        fingerprint = {
+            "submission": file_fingerprint(path),
+            "setup": setup[assignment],
+            "variant": variant_id(run.policies.secret, student, assignment),
+        }
+        previous = load_result(result_path(run.out, student, assignment))
+        action = plan(previous, fingerprint, tests[assignment])
+        if action == "skip":
+            done[(student, assignment)] = refeedback(run.out, previous, run.policies.feedback)
+        else:
+            todo.append((student, assignment, path, fingerprint, previous if action == "tests" else None))
+    return done, todo
+
+
+# -- The reference check: the instructor's own solution must earn full marks here, or nobody is graded ---------------
+
+REFERENCE = "reference-solution"  # the reference check's student name (a job of its own, under OUT/.grading)
+
+
+def check_reference(run, runner, assignments, log):
+    """Grade the instructor's solution of every assignment about to be graded, in the same sandbox and with the same
+    limits as the students'. Anything short of full marks and a clean note is a fault of the grading environment
+    (a Python without the course's packages, a sandbox that cannot see them, limits too small): raise GradingError,
+    grading nobody. A pass is remembered for this environment (OUT/.grading/reference-check.json)."""
+    record_path = run.state / "reference-check.json"
+    record = load_result(record_path) or {}
+    key = environment_key(run)
+    unchecked = [a for a in assignments if record.get(a) != key]
+    if not unchecked:
+        return
+    log(f"checking the grading environment: grading the reference solution of {len(unchecked)} notebook(s) first")
+    from .demo import solved
+
+    folder = run.state / "reference-check"
+    failures, lock = [], threading.Lock()
+
+    def check(assignment):
+        path = folder / "submission" / assignment / f"{assignment}.ipynb"
+        released = read_notebook(run.state / "master" / "release" / assignment / f"{assignment}.ipynb")
+        write_notebook(solved(released, run.instructor[assignment]), path)
+        fingerprint = {"submission": file_fingerprint(path), "setup": "", "variant": ""}
+        spec = run.spec(
+            REFERENCE,
+            assignment,
+            path,
+            fingerprint,
+            run.jobs / f"{REFERENCE}__{assignment}.json",
+            folder / "feedback" / f"{assignment}.html",
+            folder / "page" / f"{assignment}.html",
+        )
+        result, failure = runner.run(spec, run.jobs / f"{REFERENCE}__{assignment}.spec.json")
+        with lock:
+            if failure is not None:
+                failures.append(f"{assignment}: {failure.removeprefix('not graded: ').split('. This is a fault')[0]}")
+            elif result["score"] != result["max_score"] or result["note"]:
+                failures.append(
+                    f"{assignment}: {result['score']:g}/{result['max_score']:g}"
+                    + (f" ({result['note']})" if result["note"] else "")
+                )
+            else:
+                record[assignment] = key
+                write_atomic(record_path, json.dumps(record, indent=1))
+
+    runner.map(check, unchecked)
+    if failures:
+        raise GradingError(
+            "the grading environment is broken: the instructor's own solution does not earn full marks here, so "
+            f"nothing was graded. {'; '.join(failures[:3])[:1500]}. Check that the Python running the grader "
+            f'({sandbox.interpreter()}) has the course installed (pip install -e ".[dev]") and that the limits '
+            "(--cell-timeout, --memory-mb) are not too small; grading/README.md, 'Where it runs', lists what grading needs"
+        )
+
+
+def environment_key(run):
+    "What the reference check's verdict depends on besides the notebooks: the Python, its packages, the limits."
+    import site
+
+    packages = [os.stat(p).st_mtime_ns for p in site.getsitepackages() if os.path.isdir(p)]
+    parts = [GRADER_VERSION, sys.executable, sys.prefix, run.sandboxed, run.cell_timeout, run.memory_mb, packages]
+    return digest(json.dumps(parts, default=str))

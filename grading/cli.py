@@ -172,10 +172,32 @@ def cmd_demo(args):
             f"note: {problem()}: the demo grades its own two generated notebooks without the sandbox; grading "
             "students' code needs it (see grading/README.md)"
         )
-    rows = autograde(out / "submissions", out / "grades", progress=_progress(), unsafe_no_sandbox=True)
+    rows = autograde(out / "submissions", out / "grades", progress=_progress(), log=print, unsafe_no_sandbox=True)
     print_table(rows)
     print_outputs(out / "grades")
-    return 1 if any(r.problem for r in rows) else 0
+    wrong = demo_mismatches(rows)
+    for line in wrong:
+        print(f"error: the demo's table is not what the README promises: {line}", file=sys.stderr)
+    return 1 if wrong else 0
+
+
+def demo_mismatches(rows):
+    "How the demo's table differs from the README's promise (alice full marks, bob 0, in every graded notebook)."
+    from .autograde import graded_assignments
+
+    expected = graded_assignments()
+    wrong = [f"{r.student}/{r.assignment}: not graded ({r.note})" for r in rows if r.problem]
+    for student, full in (("alice", True), ("bob", False)):
+        mine = {r.assignment: r for r in rows if r.student == student and not r.problem}
+        wrong += [f"{student}/{a}: no row" for a in expected if a not in mine]
+        for a, r in sorted(mine.items()):
+            want = r.max_score if full else 0
+            if r.max_score <= 0 or r.score != want:
+                wrong.append(
+                    f"{student}/{a}: {r.score:g}/{r.max_score:g}, expected {want:g}"
+                    + (f" ({r.note})" if r.note else "")
+                )
+    return wrong
 
 
 def cmd_class(args):
@@ -378,8 +400,19 @@ def parser():
     return top
 
 
+def stop_on_sigterm():
+    "SIGTERM (kill, a scheduler ending the job) stops a run as Ctrl-C does: its jobs end, nothing graded is lost."
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt()
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
+    stop_on_sigterm()
     try:
         return args.run(args)
     except GradingError as error:

@@ -5,6 +5,7 @@ import io
 import logging
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 from traitlets.config import Config
@@ -48,6 +49,36 @@ def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
     return c
 
 
+def alembic_head():
+    """nbgrader's `get_alembic_version`, in this process. nbgrader starts the `alembic` command by name, which PATH
+    finds only in an activated environment (a venv run as venv/bin/python, from cron or a Makefile, has none)."""
+    from alembic.config import Config as AlembicConfig
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    settings = AlembicConfig()
+    settings.set_main_option("script_location", ALEMBIC_DIR)
+    return ScriptDirectory.from_config(settings).get_current_head()
+
+
+def _use_alembic_in_process():
+    import nbgrader.api
+
+    nbgrader.api.get_alembic_version = alembic_head
+
+
+@contextlib.contextmanager
+def gradebook(db_url):
+    "nbgrader's Gradebook at `db_url`, opened without starting the alembic command and without its ORM warnings."
+    from nbgrader.api import Gradebook
+
+    _use_alembic_in_process()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings (its ORM use), nothing of ours
+        with Gradebook(db_url) as gb:
+            yield gb
+
+
 class Course:
     "An nbgrader course folder: source/<assignment>/<assignment>.ipynb, the gradebook, submitted/, autograded/."
 
@@ -62,12 +93,14 @@ class Course:
         if self._api is None:
             from nbgrader.apps import NbGraderAPI
 
+            _use_alembic_in_process()
             logging.getLogger("traitlets").setLevel(logging.ERROR)
             self._api = NbGraderAPI(config=self._config)
         return self._api
 
     def _call(self, what, method, *args, **kwargs):
-        with contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings (its ORM use), nothing of ours
             result = getattr(self.api, method)(*args, **kwargs)
         if not result.get("success"):
             log = (result.get("error") or "") + "\n" + (result.get("log") or "")
@@ -107,9 +140,7 @@ class Course:
 
     def scores(self, assignment, student):
         "{test grade id: (score, max_score)} and the notebook's (score, max_score)."
-        from nbgrader.api import Gradebook
-
-        with Gradebook(self._config.CourseDirectory.db_url) as gb:
+        with gradebook(self._config.CourseDirectory.db_url) as gb:
             notebook = gb.find_submission_notebook(assignment, assignment, student)
             tests = {g.name: (g.score, g.max_score) for g in notebook.grades}
             return tests, (notebook.score, notebook.max_score)

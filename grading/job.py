@@ -18,16 +18,17 @@ import os
 import secrets
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .clock import Budget, load_factor
 from .defaults import MEMORY_MB, NOTEBOOK_TIMEOUT
-from .errors import GradingError
+from .errors import GraderFault, GradingError
 from .notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
+from .submissions import cell_problems
 from .verdict import exported_sources
 
 
@@ -118,10 +119,11 @@ def build_package(spec, nb, target):
 
 # -- 3. nbgrader, for the feedback, inside the sandbox ---------------------------------------------------------------
 
+FAULT = 3  # the job's exit status when the grader (not the student's code) failed: the row is not graded
 FEEDBACK_LIMIT = 20 * 2**20  # bytes of feedback (HTML and scores) read back from the sandbox
 
 
-def nbgrader_run(spec, package, deadline):
+def nbgrader_run(spec, package, budget):
     """Run nbgrader on the student's notebook inside a sandbox that holds the student version of the course (made
     from the release: no solutions, no hidden tests) and the student's package; return (feedback HTML, {test id:
     (score, max_score)}). Only the JSON it prints comes out, and it is only shown to the student: the score is the
@@ -134,10 +136,14 @@ def nbgrader_run(spec, package, deadline):
         (package, "/student"),
         (Path(__file__).parent, "/code/grading"),
     ]
-    code = "import sys; sys.path[:0] = ['/code', '/student']; from grading.inside import main; sys.exit(main())"
-    argv = [os.path.realpath(sys.executable), "-I", "-c", code, spec.assignment, spec.student, str(spec.cell_timeout)]
-    env = {"PYTHONPATH": "/student"}
-    timeout = max(30, deadline - time.time())
+    code = (
+        "import os, sys; sys.path[:0] = ['/code', '/student']; "
+        "sys.path += os.environ.get('TINYTORCH_SEARCH_PATH', '').split(os.pathsep); "
+        "from grading.inside import main; sys.exit(main())"
+    )
+    cell_timeout = round(spec.cell_timeout * load_factor())  # nbgrader's limit is wall-clock: stretched under load
+    argv = [sandbox.interpreter(), "-I", "-c", code, spec.assignment, spec.student, str(cell_timeout)]
+    env = {"PYTHONPATH": os.pathsep.join(["/student", *sandbox.search_path()])}  # the kernel's
     output, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     process = sandbox.start(
         argv,
@@ -151,9 +157,10 @@ def nbgrader_run(spec, package, deadline):
         cwd="/tmp",
     )
     try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        raise GradingError(f"the notebook run took longer than {int(timeout)} s") from None
+        while process.poll() is None:
+            if budget.expired():
+                raise GradingError(f"the notebook run took longer than {budget.seconds:g} s")
+            time.sleep(min(0.1, budget.next_wait()))
     finally:
         sandbox.stop(process)
     output.seek(0)
@@ -201,25 +208,26 @@ def grade(spec):
     tests = test_cells(instructor)
     workdir = Path(spec.scratch) / secrets.token_hex(16)
     workdir.mkdir(mode=0o700)
-    deadline = time.time() + spec.notebook_timeout / 2
+    budget = Budget(spec.notebook_timeout / 2)  # each half: the verdict's run, then the feedback's
     try:
         package = workdir / "env"
         restored = restored_notebook(instructor, submitted, released)
         build_package(spec, restored, package)
         (workdir / "runner").mkdir()
         verdicts, note = grade_cells(
-            instructor, restored, spec, package, Path(spec.reference), workdir / "runner", spec.sandboxed, deadline
+            instructor, restored, spec, package, Path(spec.reference), workdir / "runner", spec.sandboxed, budget
         )
         hidden = {
             nbgrader_meta(c)["grade_id"]
             for c in instructor.cells
             if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
         }
+        note = "; ".join(n for n in [cell_problems(spec.submitted), note] if n)
         result = score(spec, tests, verdicts, {}, [note], hidden)
         write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
         html = None
         try:
-            html, nbgrader_tests = nbgrader_run(spec, package, time.time() + spec.notebook_timeout / 2)
+            html, nbgrader_tests = nbgrader_run(spec, package, Budget(spec.notebook_timeout / 2))
         except GradingError as error:
             nbgrader_tests = {}
             note = "; ".join(n for n in [note, f"no feedback: {error}"] if n)
@@ -305,6 +313,9 @@ def main(argv=None):
     spec = Spec.load((argv or sys.argv[1:])[0])
     try:
         grade(spec)
+    except GraderFault as fault:
+        print(f"grader fault: {fault}", file=sys.stderr)
+        return FAULT
     except GradingError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

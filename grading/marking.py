@@ -19,7 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
-from .course import Course
+from .course import Course, gradebook
 from .errors import GradingError
 from .notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
 
@@ -94,7 +94,7 @@ def record(gb, student, assignment, result, answers):
 def update(out, state, notebooks, instructor, found, results, log=None):
     """Bring OUT/marking up to date with the graded submissions of every notebook that has written answers.
     `found`: [(student, assignment, submitted path)]; `results`: {(student, assignment): result}."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     log = log or (lambda message: None)
     answers = {
@@ -108,7 +108,7 @@ def update(out, state, notebooks, instructor, found, results, log=None):
     (root / "nbgrader_config.py").write_text(CONFIG)
     ready = prepare_assignments(root, with_answers, root / ".assignments.json", log)
     shutil.rmtree(root / "release", ignore_errors=True)  # the student version is in the kit
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for student, assignment, path in found:
             result = results.get((student, assignment))
             if assignment not in ready or result is None or result.get("problem"):

@@ -21,22 +21,40 @@ def read_notebook(path):
         raise GradingError(f"{path}: no such file.")
     if path.is_dir():
         raise GradingError(f"{path}: is a folder, expected a .ipynb notebook file.")
-    text = path.read_bytes()
+    return parse_notebook(path.read_bytes(), path)
+
+
+def parse_notebook(text, path):
+    "A notebook from its bytes (read from `path`), checked as far as the grader relies on it."
     if not text.strip():
         raise GradingError(f"{path}: the file is empty; save the notebook from Jupyter again.")
     try:
         raw = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise GradingError(
-            f"{path}: not a valid notebook (not valid JSON: {error}). "
+            f"{path}: not a valid notebook (not valid JSON: {str(error)[:200]}). "
             "Re-download it or restore it from Jupyter's checkpoint."
         ) from None
-    if not isinstance(raw, dict) or "cells" not in raw or raw.get("nbformat") != 4:
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list) or raw.get("nbformat") != 4:
         raise GradingError(f"{path}: valid JSON but not a Jupyter notebook (nbformat 4).")
     try:
-        return nbformat.reads(text.decode("utf-8"), as_version=4)
-    except Exception as error:
-        raise GradingError(f"{path}: not a valid notebook ({type(error).__name__}: {error}).") from None
+        nb = nbformat.reads(text.decode("utf-8"), as_version=4)
+    except Exception as error:  # noqa: BLE001  (nbformat raises many kinds for a broken file)
+        raise GradingError(f"{path}: not a valid notebook ({type(error).__name__}: {str(error)[:200]}).") from None
+    for number, cell in enumerate(nb.cells, 1):
+        if not (
+            isinstance(cell, dict)
+            and cell.get("cell_type") in ("code", "markdown", "raw")
+            and isinstance(cell.get("source"), str)
+            and isinstance(cell.get("metadata", {}), dict)
+        ):
+            raise GradingError(
+                f"{path}: not a valid notebook (cell {number} is not a cell as Jupyter saves one). "
+                "Re-download it or restore it from Jupyter's checkpoint."
+            )
+    if not isinstance(nb.get("metadata", {}), dict):
+        raise GradingError(f"{path}: not a valid notebook (its metadata is not what Jupyter saves).")
+    return nb
 
 
 def course_notebooks(notebooks_dir=None):
@@ -51,7 +69,12 @@ def course_notebooks(notebooks_dir=None):
 
 
 def nbgrader_meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
+    "A cell's nbgrader metadata; {} where a student's file has something else there (a string, a list, no grade_id)."
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("grade_id", ""), str):
+        return {}
+    return meta
 
 
 def is_manual_answer(cell):

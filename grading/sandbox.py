@@ -47,6 +47,7 @@ BASE_ENV = {
     "PATH": "/usr/bin:/bin",
     "LANG": "C.UTF-8",
 }
+PROBE = "import numpy, nbformat"  # the grader's Python must find its packages inside, or nothing can be graded
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) on a host that allows unprivileged "
     "user namespaces, or grade in the container of grading/Dockerfile; --unsafe-no-sandbox grades without "
@@ -56,17 +57,30 @@ INSTALL_HINT = (
 
 @functools.cache
 def problem():
-    "None when bwrap can make a sandbox here; else one line saying why not."
+    "None when bwrap can make a sandbox here and the grader's Python runs in it; else one line saying why not."
     if not sys.platform.startswith("linux"):
         return "the sandbox needs Linux (bubblewrap)"
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed"
-    probe = subprocess.run(
-        command([os.path.realpath(sys.executable), "-c", "pass"], binds=[]), capture_output=True, text=True, timeout=60
-    )
-    if probe.returncode != 0:
-        return f"bwrap cannot make a sandbox here: {(probe.stderr.strip().splitlines() or ['?'])[-1]}"
-    return None
+    why = diagnose()
+    if why is None or why.startswith("bwrap"):
+        return why and f"bwrap cannot make a sandbox here: {why}"
+    return f"{why}. This is a fault of the grading environment, not of any submission"
+
+
+def diagnose(sandboxed=True):
+    "Why the grader's Python does not start in a fresh sandbox right now (None when it does); asked, not remembered."
+    argv = [interpreter(), "-I", "-c", PROBE]
+    try:
+        probe = subprocess.run(
+            command(argv, binds=[]) if sandboxed else argv, capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{type(error).__name__}: {error}"
+    if probe.returncode == 0:
+        return None
+    last = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
+    return last if last.startswith("bwrap") else f"the grader's Python ({interpreter()}) fails in the sandbox: {last}"
 
 
 def check(unsafe=False):
@@ -77,14 +91,52 @@ def check(unsafe=False):
     return why is None
 
 
+def interpreter():
+    """The Python the grader runs with, as it was started. A venv's `python` is a link to the base interpreter, and
+    only when started through the link does it read the venv's pyvenv.cfg and see the venv's packages: never
+    resolve it (os.path.realpath would give the base Python, without nbconvert, nbgrader or the course)."""
+    if not sys.executable:
+        raise GradingError("the grader cannot tell which Python runs it (sys.executable is empty)")
+    return os.path.abspath(sys.executable)
+
+
+def _outside_repo(path):
+    "A folder of the project's own source (the answer key) never enters the sandbox, except a venv kept inside it."
+    from .notebooks import REPO
+
+    real, repo, prefix = os.path.realpath(path), os.path.realpath(REPO), os.path.realpath(sys.prefix)
+    inside = real == repo or real.startswith(repo + os.sep)
+    return not inside or real == prefix or real.startswith(prefix + os.sep)
+
+
+def search_path():
+    """The folders on the grader's sys.path that its Python would not find by itself in the sandbox (`-I` ignores
+    PYTHONPATH and the user's site-packages): the sandbox's Python puts them on its path (grading.worker)."""
+    return [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p) and _outside_repo(p)]
+
+
 def python_dirs():
-    "Python and its packages (a venv's and its base's): what the sandbox must see to run Python at all."
+    """Python and its packages: the venv (pyvenv.cfg included) and its base, a conda env, the user's site-packages,
+    every folder of the grader's sys.path, each as it is named and as it resolves (links inside must work)."""
     import site
 
-    dirs = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    dirs |= {os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)}
-    dirs.add(os.path.dirname(os.path.realpath(sys.executable)))
+    named = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(interpreter())}
+    named |= set(site.getsitepackages()) | set(search_path())
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user_site:
+        named.add(user_site)
+    dirs = {os.path.abspath(p) for p in named if os.path.isdir(p)} | {
+        os.path.realpath(p) for p in named if os.path.isdir(p)
+    }
+    system = tuple(d + os.sep for d in SYSTEM_DIRS)
+    dirs = {d for d in dirs if _outside_repo(d) and not d.startswith(system) and d not in SYSTEM_DIRS}
     return sorted(d for d in dirs if not any(d != o and d.startswith(o + os.sep) for o in dirs))
+
+
+def installed_answer_keys(dirs):
+    """A `pip install .` of the course puts the reference package (every solution) into site-packages: those folders
+    are hidden in the sandbox under an empty tmpfs."""
+    return sorted({os.path.join(d, "tinytorch") for d in dirs if os.path.isdir(os.path.join(d, "tinytorch"))})
 
 
 def command(argv, binds, env=None, cwd="/tmp"):
@@ -114,14 +166,25 @@ def command(argv, binds, env=None, cwd="/tmp"):
     for path in SYSTEM_FILES + SYSTEM_SHARED:
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
-    for path in python_dirs():
+    # /tmp first: a venv kept under /tmp is bound on top of the sandbox's own empty /tmp, not hidden by it
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
+    python = python_dirs()
+    for path in python:
         args += ["--ro-bind", path, path]
+    for path in installed_answer_keys(python):
+        args += ["--tmpfs", path]
     for outside, inside in binds:
         args += ["--ro-bind", str(outside), str(inside)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME, "--chdir", cwd]
-    for name, value in {**BASE_ENV, **(env or {})}.items():
+    args += ["--chdir", cwd]
+    for name, value in {**BASE_ENV, **python_env(), **(env or {})}.items():
         args += ["--setenv", name, str(value)]
     return args + ["--", *argv]
+
+
+def python_env():
+    "What the sandbox's Python needs of the grader's: its tools first on PATH, the folders of its sys.path."
+    bin_dir = os.path.dirname(interpreter())
+    return {"PATH": f"{bin_dir}:{BASE_ENV['PATH']}", "TINYTORCH_SEARCH_PATH": os.pathsep.join(search_path())}
 
 
 def limiter(memory_mb, cpu_seconds, file_mb=256):
@@ -167,7 +230,15 @@ def start(
         workdir = tempfile.mkdtemp(prefix="tinytorch-unsafe-")
         full, env = (
             argv,
-            {**os.environ, **BASE_ENV, "HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir, **(env or {})},
+            {
+                **os.environ,
+                **BASE_ENV,
+                **python_env(),
+                "HOME": workdir,
+                "TMPDIR": workdir,
+                "MPLCONFIGDIR": workdir,
+                **(env or {}),
+            },
         )
     process = subprocess.Popen(
         full,

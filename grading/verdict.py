@@ -22,15 +22,17 @@ import select
 import shutil
 import signal
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 from . import analytic, sandbox, variant, wire
-from .errors import GradingError
+from .clock import Budget
+from .errors import GraderFault, GradingError
 
 GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
+BACKSTOP = 2  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
+STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start and say hello
 RESTARTS = 5  # times a crashed or hung worker is started again
 WORKER_FILES = ["worker.py", "wire.py"]
 WORKER_NUMBERS = 1 << 40
@@ -117,20 +119,29 @@ class Worker:
     def __init__(self, plan, binds, limits, sandboxed, script):
         child_in, self.to_child = os.pipe()
         self.from_child, child_out = os.pipe()
-        python = os.path.realpath(sys.executable)
-        self.process = sandbox.start(
-            [python, "-I", script, str(child_in), str(child_out)],
-            binds,
-            pass_fds=(child_in, child_out),
-            sandboxed=sandboxed,
-            **limits,
-        )
-        os.close(child_in)
-        os.close(child_out)
+        try:
+            self.process = sandbox.start(
+                [sandbox.interpreter(), "-I", script, str(child_in), str(child_out)],
+                binds,
+                pass_fds=(child_in, child_out),
+                sandboxed=sandboxed,
+                **limits,
+            )
+        except OSError as error:
+            raise GraderFault(f"the sandbox could not be started ({error})") from None
+        finally:
+            os.close(child_in)
+            os.close(child_out)
         self.buffer, self.timeout = b"", plan["cell_timeout"] + GRACE
         self.send(wire.pack(plan, []))
-        header, _ = self.receive(time.time() + self.timeout + 30)
-        if header.get("op") != "ready":
+        try:
+            hello, _ = self.receive(Budget(STARTUP))
+        except (EOFError, TimeoutError, wire.WireError, OSError):
+            self.close()
+            why = sandbox.diagnose(sandboxed) or "it ended or hung before running any code of the student's"
+            raise GraderFault(f"the grader's Python did not start in the sandbox: {why}") from None
+        header, _ = self.receive(Budget(BACKSTOP * self.timeout + STARTUP))
+        if hello.get("op") != "hello" or header.get("op") != "ready":
             raise wire.WireError("the worker did not start as it should")
         self.import_error, self.calls = header.get("error"), 0
 
@@ -139,12 +150,16 @@ class Worker:
         while view:
             view = view[os.write(self.to_child, view) :]
 
-    def receive(self, deadline):
+    def receive(self, budget):
+        "The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is spent."
+
         def read(n):
             while not self.buffer:
-                ready, _, _ = select.select([self.from_child], [], [], max(0.0, deadline - time.time()))
+                ready, _, _ = select.select([self.from_child], [], [], budget.next_wait())
                 if not ready:
-                    raise TimeoutError()
+                    if budget.expired():
+                        raise TimeoutError()
+                    continue
                 self.buffer = os.read(self.from_child, 1 << 20)
                 if not self.buffer:
                     raise EOFError()
@@ -172,7 +187,7 @@ class Remote:
     def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
         self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
         self.graded, self.worker, self.restarts, self.first_import = graded_module, None, 0, "not started"
-        self.events = []
+        self.events, self.fault = [], None
 
     def ensure_worker(self):
         if self.worker is not None:
@@ -181,7 +196,10 @@ class Remote:
             raise StudentError(f"not run: your code crashed or hung {self.restarts} times")
         try:
             self.worker = Worker(self.plan, self.binds, self.limits, self.sandboxed, self.script)
-        except (EOFError, TimeoutError, wire.WireError, OSError):
+        except GraderFault as fault:
+            self.fault = fault  # kept: a test cell that catches every exception must not hide it
+            raise
+        except (EOFError, TimeoutError, wire.WireError, OSError):  # it said hello: the student's import failed it
             self.restarts += 1
             raise StudentError(
                 "your module did not finish importing (an endless loop, os._exit or a crash at import time)"
@@ -225,7 +243,7 @@ class Remote:
         try:
             worker.send(request)
             while True:
-                reply, arrays = worker.receive(time.time() + worker.timeout)
+                reply, arrays = worker.receive(Budget(BACKSTOP * worker.timeout))  # the CPU limit comes first
                 if reply.get("call") != worker.calls or reply.get("op") not in ("return", "raise", "callback"):
                     raise wire.WireError("a reply out of turn")
                 if reply.get("op") != "callback":
@@ -234,7 +252,8 @@ class Remote:
         except TimeoutError:
             self.drop_worker()
             raise self.event(
-                f"your {qualname} did not finish in time ({worker.timeout} s; an endless loop that ignores interrupts?)"
+                f"your {qualname} did not finish in time ({BACKSTOP * worker.timeout} s; waiting on something, or an "
+                "endless loop that ignores interrupts?)"
             ) from None
         except (EOFError, OSError):
             self.drop_worker()
@@ -423,19 +442,22 @@ def _alarm(signum, frame):
 
 
 def run_cell(cell, namespace, timeout):
-    "Run one of the instructor's cells here; return (passed, message)."
-    previous = signal.signal(signal.SIGALRM, _alarm)
+    """Run one of the instructor's cells here; return (passed, message). `timeout` is in CPU seconds of this process:
+    the time the student's calls take in the worker is theirs, limited there."""
+    previous = signal.signal(signal.SIGPROF, _alarm)
     try:
-        signal.alarm(timeout)
+        signal.setitimer(signal.ITIMER_PROF, timeout)
         exec(compile(cell["source"], f"<{cell['id']}>", "exec"), namespace)
         return True, ""
     except CellTimeout:
         return False, f"took longer than {timeout} s"
+    except GraderFault:
+        raise  # not the student's: the whole submission is not graded
     except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
         return False, describe(error)
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def trusted_modules(reference, earlier, graded):
@@ -454,7 +476,7 @@ def trusted_modules(reference, earlier, graded):
     return module
 
 
-def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, deadline):
+def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget):
     """Run the instructor's cells here against the student's exercises in the worker; return
     ({test id: (passed, message)}, note). `package` is the student's package, `reference` the instructor's, `runner`
     an empty folder of the grader's for the worker's files."""
@@ -491,7 +513,7 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
                 "was run on its own instead, as in the notebook"
             )
         for cell in plan_cells(instructor_nb):
-            if time.time() > deadline:
+            if budget.expired():
                 if cell["kind"] == "test":
                     results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
                 continue
@@ -507,7 +529,9 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     finally:
         variant.use(None)
         remote.close()
+    if remote.fault is not None:
+        raise remote.fault
     notes += remote.events[:3]
-    if time.time() > deadline:
+    if budget.expired():
         notes.append("not every test ran: the time limit for this notebook was reached")
     return results, "; ".join(n for n in notes if n)

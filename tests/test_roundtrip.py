@@ -40,6 +40,19 @@ def test_autograde_exits_zero_and_writes_one_row_per_student_and_notebook(graded
     assert list(rows[0])[:5] == ["student", "assignment", "notebook", "score", "max_score"]
 
 
+def test_the_demo_check_finds_nothing_wrong_with_alice_and_bob(graded):
+    from grading.autograde import Row
+    from grading.cli import demo_mismatches
+
+    _, rows, _ = graded
+    table = [
+        Row(r["student"], r["assignment"], r["notebook"], float(r["score"]), float(r["max_score"]), r["note"])
+        for r in rows
+        if r["student"] in ("alice", "bob")
+    ]
+    assert demo_mismatches(table) == []
+
+
 def test_solutions_score_full_marks(graded):
     _, rows, _ = graded
     for row in (r for r in rows if r["student"] == "alice"):

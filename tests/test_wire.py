@@ -136,7 +136,7 @@ def test_the_sandbox_starts_from_an_empty_environment_and_new_namespaces():
     argv = sandbox.command(["python", "-c", "pass"], binds=[("/some/package", "/student")], env={"PYTHONPATH": "/x"})
     assert argv[0] == "bwrap" and {"--unshare-all", "--unshare-user", "--die-with-parent", "--clearenv"} <= set(argv)
     names = {argv[i + 1] for i, a in enumerate(argv) if a == "--setenv"}
-    assert names == set(sandbox.BASE_ENV) | {"PYTHONPATH"}
+    assert names == set(sandbox.BASE_ENV) | {"PYTHONPATH", "TINYTORCH_SEARCH_PATH"}
     binds = [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--bind"]
     assert not binds, "nothing outside is writable from inside"
     assert ("/some/package", "/student") in [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--ro-bind"]

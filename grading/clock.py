@@ -1,0 +1,45 @@
+"""Time limits that hold on a busy machine.
+
+A student's code is limited in CPU seconds (the worker's ITIMER_PROF, RLIMIT_CPU): what it costs, not how long the
+machine made it wait. The grader still needs wall-clock limits, for code that sleeps or blocks, but those are only a
+backstop and they stretch with the machine's load: a `Budget` of 60 s lasts 60 s on a quiet machine and 240 s while
+four processes compete for each core. The load is read from /proc/loadavg: the larger of the 1-minute average and the
+processes runnable right now (the average lags a minute behind a load that just started).
+"""
+
+import os
+import time
+
+SLICE = 1.0  # seconds: a wait is cut into slices this long, and the load is read again after each
+
+
+def load_factor():
+    "How many times slower than a quiet machine a process runs now: max(1, runnable processes per core)."
+    cores = os.cpu_count() or 1
+    try:
+        fields = open("/proc/loadavg").read().split()
+        average, running = float(fields[0]), int(fields[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 1.0
+    return max(1.0, max(average, running - 1) / cores)  # `running` counts the reader itself
+
+
+class Budget:
+    "`seconds` of a quiet machine's time, spent more slowly while the machine is busy."
+
+    def __init__(self, seconds):
+        self.seconds, self.left, self.last = seconds, float(seconds), time.monotonic()
+
+    def remaining(self):
+        "Quiet-machine seconds left (negative when spent); call it at least once a SLICE while waiting."
+        now = time.monotonic()
+        self.left -= (now - self.last) / load_factor()
+        self.last = now
+        return self.left
+
+    def expired(self):
+        return self.remaining() <= 0
+
+    def next_wait(self):
+        "How long to wait before looking again: a slice, or less when the budget is nearly spent."
+        return max(0.0, min(SLICE, self.remaining()))

@@ -1,0 +1,145 @@
+"""The grader's own faults and the instructor's interruptions: a job killed from outside leaves its row not graded
+(and the next run grades it), Ctrl-C ends every job and sandbox at once and loses nothing, and a busy machine gives
+the table of a quiet one."""
+
+import copy
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from grading.demo import solved
+from grading.notebooks import read_notebook, write_notebook
+
+pytestmark = pytest.mark.slow
+NB = "02_function"
+SLOW_RULE = """    def apply(self, grad_output):
+        (x,) = self.saved_tensors
+        import time
+
+        end = time.process_time() + 1.0  # an honest but slow rule: one second of CPU per call
+        while time.process_time() < end:
+            pass
+        return (grad_output * 2 * x,)"""
+
+
+def start(submissions, out, *options):
+    return subprocess.Popen(
+        [sys.executable, "-m", "grading", "autograde", str(submissions), "--out", str(out), *options],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def table(out):
+    with open(Path(out) / "grades.csv") as f:
+        return {(r["student"], r["assignment"]): (r["score"], r["max_score"], r["note"]) for r in csv.DictReader(f)}
+
+
+def processes_mentioning(text):
+    "The pids of processes whose command line holds `text` (jobs and sandboxes name the run's folder)."
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if text in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def wait_for(condition, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"waited {timeout} s for {what}")
+
+
+@pytest.fixture(scope="module")
+def alice(kit):
+    released = read_notebook(kit / NB / f"{NB}.ipynb")
+    return solved(released, read_notebook(REPO / "notebooks" / f"{NB}.ipynb"))
+
+
+def make_class(root, notebook, students):
+    for student in students:
+        write_notebook(notebook, Path(root) / student / NB / f"{NB}.ipynb")
+    return Path(root)
+
+
+def test_a_job_killed_from_outside_is_not_graded_and_the_next_run_grades_it(alice, tmp_path):
+    subs = make_class(tmp_path / "subs", alice, ["alice"])
+    out = tmp_path / "out"
+    run = start(subs, out, "--workers", "1")
+    victim = wait_for(lambda: processes_mentioning(f"alice__{NB}.spec.json"), 600, "alice's job")
+    os.kill(victim[0], signal.SIGKILL)  # as the kernel's out-of-memory killer would
+    _, errors = run.communicate(timeout=600)
+    assert run.returncode == 1, errors
+    score, _, note = table(out)[("alice", NB)]
+    assert score == "" and note.startswith("not graded: the grading job was killed (SIGKILL"), note
+    again = start(subs, out, "--workers", "1")
+    _, errors = again.communicate(timeout=600)
+    assert again.returncode == 0, errors
+    assert table(out)[("alice", NB)][:2] == ("4", "4")
+
+
+def test_ctrl_c_ends_every_job_and_sandbox_and_the_next_run_resumes(alice, tmp_path):
+    students = ["ann", "ben", "cat", "dan", "eve"]
+    subs = make_class(tmp_path / "subs", alice, students)
+    out = tmp_path / "out"
+    run = start(subs, out, "--workers", "1")
+    wait_for(lambda: list((out / "results").glob("*/*.json")), 900, "the first graded submission")
+    wait_for(lambda: processes_mentioning(f"__{NB}.spec.json"), 300, "the next job")
+    run.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    _, errors = run.communicate(timeout=60)
+    stopped_in = time.monotonic() - started
+    assert run.returncode == 130, errors
+    assert stopped_in < 10, f"Ctrl-C took {stopped_in:.1f} s to act"  # measured: well under 3 s on a quiet machine
+    time.sleep(0.5)
+    assert processes_mentioning(str(out)) == [], "a job or sandbox of the stopped run is still alive"
+    kept = {s for (s, _), row in table(out).items() if row[0] == "4"}
+    assert kept, "the submissions graded before Ctrl-C are kept"
+    again = start(subs, out, "--workers", "1")
+    output, errors = again.communicate(timeout=900)
+    assert again.returncode == 0, errors
+    assert f"{len(kept)} submissions already graded (unchanged since): kept" in output
+    assert {s: row[0] for (s, _), row in table(out).items()} == dict.fromkeys(students, "4")
+
+
+def test_a_busy_machine_gives_the_table_of_a_quiet_one(alice, tmp_path):
+    slow = copy.deepcopy(alice)
+    for cell in slow.cells:
+        if "class SquareBackward" in cell.source:
+            head = cell.source.split("    def apply")[0]
+            cell.source = head + SLOW_RULE
+    subs = tmp_path / "subs"
+    make_class(subs, alice, ["alice"])
+    make_class(subs, slow, ["slowpoke"])
+    options = ["--cell-timeout", "2", "--notebook-timeout", "600"]
+    quiet = start(subs, tmp_path / "quiet", *options)
+    _, errors = quiet.communicate(timeout=900)
+    assert quiet.returncode == 0, errors
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4 * (os.cpu_count() or 1))]
+    try:
+        time.sleep(2)  # the load is there before grading starts
+        loaded = start(subs, tmp_path / "busy", *options)
+        _, errors = loaded.communicate(timeout=1800)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert loaded.returncode == 0, errors
+    assert table(tmp_path / "busy") == table(tmp_path / "quiet")
+    assert table(tmp_path / "quiet")[("slowpoke", NB)][:2] == ("4", "4")

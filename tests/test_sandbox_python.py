@@ -1,0 +1,49 @@
+"""The sandbox runs the grader's own Python, as it was started, with the packages it sees: a venv's link is never
+resolved to its base interpreter, a venv under /tmp is not hidden by the sandbox's private /tmp, and the project's
+own folder (the answer key) never enters."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from grading import sandbox
+
+
+def test_the_sandbox_starts_the_interpreter_as_it_was_started_not_its_target():
+    assert sandbox.interpreter() == os.path.abspath(sys.executable)
+    if sys.prefix != sys.base_prefix:  # in a venv, the link is what makes it the venv's Python
+        assert os.path.dirname(sandbox.interpreter()).startswith(sys.prefix)
+
+
+def test_the_python_folders_come_after_the_private_tmp_so_a_venv_there_is_seen():
+    argv = sandbox.command(["python"], binds=[])
+    tmpfs = argv.index("/tmp", argv.index("--tmpfs"))
+    for folder in sandbox.python_dirs():
+        position = [i for i, a in enumerate(argv) if a == folder and argv[i - 1] == "--ro-bind"]
+        assert position and position[0] > tmpfs, f"{folder} is bound before /tmp is replaced"
+
+
+def test_the_project_folder_never_enters_the_sandbox_even_when_on_the_path(monkeypatch):
+    monkeypatch.setattr(sys, "path", [str(REPO), *sys.path])
+    repo = os.path.realpath(REPO)
+    assert str(REPO) not in sandbox.search_path()
+    for folder in sandbox.python_dirs():
+        inside = folder == repo or folder.startswith(repo + os.sep)
+        assert not inside or folder.startswith(os.path.realpath(sys.prefix)), folder
+
+
+def test_an_installed_copy_of_the_reference_package_is_hidden(tmp_path):
+    (tmp_path / "tinytorch").mkdir()
+    assert sandbox.installed_answer_keys([str(tmp_path), "/nonexistent"]) == [str(tmp_path / "tinytorch")]
+
+
+@pytest.mark.skipif(sandbox.problem() is not None, reason="bubblewrap cannot make a sandbox here")
+def test_the_grader_s_own_packages_import_inside_the_sandbox():
+    code = "import nbformat, numpy, nbconvert, nbgrader, sys; print(sys.prefix)"
+    argv = sandbox.command([sandbox.interpreter(), "-I", "-c", code], binds=[])
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == sys.prefix

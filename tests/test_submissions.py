@@ -1,0 +1,143 @@
+"""Reading a folder of submissions (grading.submissions): whatever a folder holds, every other student is found, and
+nothing is read through a link out of a student's own folder."""
+
+import json
+import os
+import string
+
+import nbformat
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grading import submissions
+from grading.notebooks import nbgrader_meta
+from grading.submissions import find_submissions
+
+KNOWN = {"01_tiny": {"cell-a", "cell-b"}}
+
+
+def notebook_text(nbgrader=None):
+    "A small notebook of the assignment 01_tiny (its cells carry the known grade ids)."
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": nbgrader or {"grade_id": "cell-a", "solution": True}}),
+        nbformat.v4.new_code_cell("assert x", metadata={"nbgrader": {"grade_id": "cell-b", "grade": True}}),
+    ]
+    return nbformat.writes(nb)
+
+
+def submit(root, student, text=None, assignment="01_tiny"):
+    path = root / student / assignment / f"{assignment}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(notebook_text() if text is None else text)
+    return path
+
+
+def notes(problems):
+    return {(p.student, p.assignment): p.note for p in problems}
+
+
+def test_a_symlinked_student_folder_is_refused_and_the_others_are_found(tmp_path):
+    submit(tmp_path, "alice")
+    os.symlink(tmp_path / "alice", tmp_path / "mallory")
+    found, problems = find_submissions(tmp_path, KNOWN)
+    assert [s for s, _, _ in found] == ["alice"]
+    assert "symbolic link" in notes(problems)[("mallory", "")]
+
+
+def test_a_symlinked_assignment_folder_or_notebook_is_refused(tmp_path):
+    original = submit(tmp_path, "alice")
+    (tmp_path / "mallory").mkdir()
+    os.symlink(original.parent, tmp_path / "mallory" / "01_tiny")
+    (tmp_path / "trent" / "01_tiny").mkdir(parents=True)
+    os.symlink(original, tmp_path / "trent" / "01_tiny" / "01_tiny.ipynb")
+    found, problems = find_submissions(tmp_path, KNOWN)
+    assert [s for s, _, _ in found] == ["alice"]
+    assert "symbolic link" in notes(problems)[("mallory", "01_tiny")]
+    assert "symbolic link" in notes(problems)[("trent", "01_tiny")]
+
+
+def test_a_hard_linked_notebook_is_refused_naming_the_link(tmp_path):
+    instructor = tmp_path / "instructor.ipynb"
+    instructor.write_text(notebook_text())
+    (tmp_path / "subs" / "mallory" / "01_tiny").mkdir(parents=True)
+    os.link(instructor, tmp_path / "subs" / "mallory" / "01_tiny" / "01_tiny.ipynb")
+    submit(tmp_path / "subs", "alice")
+    found, problems = find_submissions(tmp_path / "subs", KNOWN)
+    assert [s for s, _, _ in found] == ["alice"]
+    assert "hard link" in notes(problems)[("mallory", "01_tiny")]
+
+
+def test_a_300_character_folder_name_gets_a_note_and_no_file_is_built_from_it(tmp_path):
+    long_name = "s" * 240  # the longest name the file system allows is 255 bytes
+    submit(tmp_path, long_name)
+    submit(tmp_path, "alice")
+    found, problems = find_submissions(tmp_path, KNOWN)
+    assert [s for s, _, _ in found] == ["alice"]
+    (problem,) = problems
+    assert "240 bytes long (at most 100)" in problem.note and len(problem.student) <= 60
+
+
+def test_a_cell_whose_nbgrader_metadata_is_a_string_is_read_as_a_cell_without_metadata(tmp_path):
+    submit(tmp_path, "alice", notebook_text(nbgrader="not a dict"))
+    found, problems = find_submissions(tmp_path, KNOWN)
+    assert [s for s, _, _ in found] == ["alice"] and problems == []  # cell-b still says which notebook it is
+    assert "nbgrader metadata of cell(s) 1 is broken" in submissions.cell_problems(found[0][2])
+    assert nbgrader_meta({"metadata": {"nbgrader": ["grade_id"]}}) == {}
+    assert nbgrader_meta({"metadata": {"nbgrader": {"grade_id": ["x"]}}}) == {}
+
+
+def test_an_empty_folder_a_huge_file_and_a_broken_cell_each_get_their_own_note(tmp_path, monkeypatch):
+    monkeypatch.setattr(submissions, "MAX_NOTEBOOK_MB", 1)
+    (tmp_path / "empty").mkdir()
+    submit(tmp_path, "huge", notebook_text() + " " * 2**21)
+    broken = json.loads(notebook_text())
+    broken["cells"][0]["source"] = 42
+    submit(tmp_path, "broken", json.dumps(broken))
+    submit(tmp_path, "alice")
+    found, problems = find_submissions(tmp_path, KNOWN)
+    assert [s for s, _, _ in found] == ["alice"]
+    by_student = notes(problems)
+    assert "is empty" in by_student[("empty", "")]
+    assert "more than the 1 MB" in by_student[("huge", "01_tiny")]
+    assert "cell 1 is not a cell" in by_student[("broken", "01_tiny")]
+
+
+# -- Fuzzing: whatever the folder holds, the reader returns, and every student folder is accounted for -------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+cells = st.fixed_dictionaries(
+    {"cell_type": st.sampled_from(["code", "markdown", "raw", 3, None]), "source": st.text(max_size=30) | json_values},
+    optional={"metadata": json_values | st.fixed_dictionaries({"nbgrader": json_values}), "outputs": json_values},
+)
+notebooks = st.one_of(
+    st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
+    json_values.map(json.dumps),
+    st.fixed_dictionaries(
+        {"cells": st.lists(cells, max_size=4), "nbformat": st.sampled_from([4, 3, "4"])},
+        optional={"metadata": json_values, "nbformat_minor": json_values},
+    ).map(json.dumps),
+    st.just(notebook_text()),
+)
+names = st.text(
+    alphabet=st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1, max_size=120
+).filter(lambda n: n not in (".", "..") and len(n.encode()) < 250)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(st.tuples(names, notebooks), min_size=1, max_size=4, unique_by=lambda e: e[0]))
+def test_any_folder_of_submissions_is_read_without_an_exception(tmp_path_factory, entries):
+    root = tmp_path_factory.mktemp("subs")
+    for name, text in entries:
+        submit(root, name, text)
+    submit(root, "zz-honest" + string.digits)
+    found, problems = find_submissions(root, KNOWN)
+    students = {s for s, _, _ in found} | {p.student for p in problems}
+    assert ("zz-honest" + string.digits, "01_tiny") in {(s, a) for s, a, _ in found}
+    for name, _ in entries:
+        if not name.startswith("."):
+            assert submissions.shown(name) in students, f"{name!r} has no row"
