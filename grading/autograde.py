@@ -8,7 +8,6 @@ of a notebook changed (a hidden test was fixed), only those tests' scores are re
 """
 
 import contextlib
-import csv
 import hashlib
 import io
 import json
@@ -20,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import marking, sandbox
+from . import csvsafe, marking, sandbox
 from .course import Course
 from .defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GradingError
@@ -274,7 +273,7 @@ def rows_of(results, problems, manual=None):
 def write_table(rows, path):
     "Write the grade table atomically: a reader never sees half a file."
     text = io.StringIO()
-    writer = csv.writer(text)
+    writer = csvsafe.writer(text)  # a student's folder name may start like a formula: =HYPERLINK(...)
     writer.writerow(COLUMNS + LATE_COLUMNS)
     for row in sorted(rows, key=lambda r: (r.student, r.assignment)):
         writer.writerow(row.values() + row.late_values())

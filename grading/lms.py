@@ -110,7 +110,10 @@ def fmt(value):
 
 
 def graded(entry):
-    "Whether autograde graded the submission: not a row it could not read (a note, no tests, no points)."
+    """Whether autograde graded the submission: not a row it could not read (a note, no tests, no points), nor one
+    the grader failed on for a reason of its own ("graded": false: never exported as a 0; autograde retries it)."""
+    if entry.get("graded") is False:
+        return False
     return "tests" in entry or not entry.get("note") or bool(entry.get("max_score"))
 
 
@@ -226,10 +229,10 @@ def gradescope_results(person, assignment, entry, hidden, visibility):
     "One Gradescope results.json, as a dict: the total, and each test with its visibility."
     extra = {"student": person.student, "assignment": assignment}
     extra.update({k: getattr(person, k) for k in ("email", "lms_id", "sis_id") if getattr(person, k)})
-    if entry is None:
+    if entry is None or entry.get("graded") is False:
         return {
             "score": 0.0,
-            "output": f"No submission of {assignment} was graded.",
+            "output": f"No submission of {assignment} was graded." + (f" {entry['note']}" if entry else ""),
             "tests": [],
             "extra_data": extra,
         }

@@ -6,6 +6,7 @@ nobody."""
 import csv
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -86,6 +87,7 @@ def test_a_venv_of_copies_under_tmp_grades_the_reference_to_full_marks(notebooks
     subprocess.run([sys.executable, "-m", "venv", "--copies", "--without-pip", str(venv)], check=True, timeout=120)
     site_packages = next(venv.glob("lib/python3*/site-packages"))
     (site_packages / "course.pth").write_text("\n".join(site.getsitepackages()) + "\n")  # this venv's packages
+    shutil.copytree(Path(sys.prefix) / "share" / "jupyter", venv / "share" / "jupyter")  # and their data files
     subs = tmp_path_factory.mktemp("subs")
     write_submission(subs, "alice", notebooks[0])
     out = tmp_path_factory.mktemp("out")
