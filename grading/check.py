@@ -1,5 +1,9 @@
 """Run the visible tests of one notebook, as a student would before handing it in."""
 
+import os
+import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from .defaults import CHECK_TIMEOUT
@@ -8,6 +12,9 @@ from .errors import GradingError
 from .notebooks import REPO, nbgrader_meta, read_notebook
 
 HIDDEN = "hidden"  # the status of a test cell whose tests were stripped from the release
+# ipykernel logs this on every start of a kernel that listens on localhost TCP, as nbclient starts it; the kernel and
+# this process are on one machine and the message would be the first line a student reads, so it is left out.
+TCP_WARNING = "Kernel is running over TCP without encryption"
 
 
 def package_root(start):
@@ -34,11 +41,34 @@ def execute(notebook, pythonpath, timeout, allow_errors=True, failure="{notebook
                 allow_errors=allow_errors,
                 resources={"metadata": {"path": str(notebook.resolve().parent)}},
             )
-            client.execute()
+            with kernel_stderr() as stderr:
+                client.execute(stderr=stderr)  # passed on to the kernel's Popen
     except Exception as error:
         where = failure.format(notebook=notebook, name=notebook.name)
         raise GradingError(f"{where} ({type(error).__name__}: {error}).") from None
     return nb
+
+
+@contextmanager
+def kernel_stderr():
+    """A pipe for the kernel's stderr that copies every line to ours but ipykernel's TCP_WARNING: the kernel is
+    another process, so a warnings filter here cannot see its log; every other line, warnings included, still shows."""
+    read_end, write_end = os.pipe()
+
+    def copy():
+        with open(read_end, "rb") as lines:
+            for line in lines:
+                if TCP_WARNING.encode() not in line:
+                    sys.stderr.write(line.decode("utf-8", "replace"))
+                    sys.stderr.flush()
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    try:
+        yield write_end
+    finally:
+        os.close(write_end)  # the copy ends when the kernel, the other writer, has ended too
+        thread.join(timeout=5)  # a process the notebook started may hold the pipe open; it is a daemon thread
 
 
 def run_tests(notebook, timeout=CHECK_TIMEOUT):

@@ -1,0 +1,37 @@
+"""`python -m grading check` prints the test results, not ipykernel's "TCP without encryption" warning (issue 22, 7)."""
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from grading.check import TCP_WARNING, kernel_stderr
+from tests.conftest import run_cli
+
+
+def test_the_kernels_stderr_loses_only_the_tcp_warning(capsys):
+    script = (
+        "import sys; "
+        f"print('[IPKernelApp] WARNING | {TCP_WARNING}. All communication is sent in plain text.', file=sys.stderr); "
+        "print('[IPKernelApp] WARNING | some other warning', file=sys.stderr)"
+    )
+    with kernel_stderr() as stderr:
+        subprocess.run([sys.executable, "-c", script], stderr=stderr, check=True)
+    err = capsys.readouterr().err
+    assert TCP_WARNING not in err
+    assert "some other warning" in err
+
+
+@pytest.mark.slow
+def test_check_prints_no_tcp_warning(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    test = nbformat.v4.new_code_cell("assert 1 + 1 == 2")
+    test.metadata["nbgrader"] = {"grade": True, "grade_id": "sums", "points": 1, "solution": False, "locked": True}
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), test]
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    result = run_cli("check", path)
+    assert result.returncode == 0, result.stderr
+    assert "PASS    sums (1 point)" in result.stdout
+    assert "without encryption" not in result.stdout + result.stderr
