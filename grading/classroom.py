@@ -1,4 +1,4 @@
-"""A generated class of 39 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 41 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -297,6 +297,37 @@ for _address in [("127.0.0.1", {port}), ("1.1.1.1", 80)]:
         pass
 """
 
+FORK_BOMB = """
+import os as _os, time as _time
+for _ in range(400):  # bounded, so that a host without cgroups survives it too
+    try:
+        if _os.fork() == 0:
+            _time.sleep(3600)
+            _os._exit(0)
+    except OSError:
+        break
+"""
+
+FILL_MEMORY = """
+import os as _os
+for _folder in ("/tmp", _os.path.expanduser("~")):
+    try:
+        with open(_os.path.join(_folder, "fill"), "wb") as _f:
+            for _ in range(5 * 1024):
+                _f.write(b"x" * 2**20)
+    except Exception:
+        pass
+for _ in range(6):
+    try:
+        if _os.fork() == 0:
+            _block = bytearray(600 * 2**20)
+            for _i in range(0, len(_block), 4096):
+                _block[_i] = 1
+            _os._exit(0)
+    except OSError:
+        break
+"""
+
 SCRATCH_CHEAT = """check_backward = lambda *args, **kwargs: True
 np.allclose = lambda *args, **kwargs: True
 np.testing.assert_allclose = lambda *args, **kwargs: None
@@ -423,6 +454,9 @@ def make_class(kit, out, grades=None):
         "gus": (E, submission(kit, E, only(set(), PLANT_SYMLINKS)), 0.0, ""),
         "hal": (E, submission(kit, E, only(set(), DAEMON.format(mark=DAEMON_MARK))), 0.0, ""),
         "iris": (E, submission(kit, E, only(set(), SNOOP.format(port=REDTEAM_PORT))), 0.0, ""),
+        # on the other students: limits are the sandbox's as a whole (grading.cgroup), so nobody else pays
+        "fern": (E, submission(kit, E, only(set(), FORK_BOMB)), 0.0, ""),
+        "gwen": (E, submission(kit, E, only(set(), FILL_MEMORY)), 0.0, ""),
         "ivan": (E, submission(kit, E, only(set(), IMPORT_REFERENCE.format(paths=reference_paths(grades)))), 0.0, ""),
         "judy": (
             E,

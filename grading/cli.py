@@ -208,7 +208,7 @@ def cmd_class(args):
     out = Path(args.out)
     print(f"1/3 releasing the student kit into {out / 'kit'}")
     release(out / "kit")
-    print(f"2/3 generating 30 submissions (good, partial, broken, cheating) in {out / 'submissions'}")
+    print(f"2/3 generating the red-team class (good, partial, broken, cheating, attacking) in {out / 'submissions'}")
     expected = make_class(out / "kit", out / "submissions", grades=out / "grades")
     print(f"3/3 autograding into {out / 'grades'}")
     warn_if_unsafe(args)
@@ -348,7 +348,8 @@ def parser():
     p.add_argument("notebook", help="path to the .ipynb")
     p.set_defaults(run=cmd_check)
     p = sub.add_parser(
-        "class", help="grade a generated class of 30 (good, partial, broken, cheating) and check each score"
+        "class",
+        help="grade the generated red-team class (good, partial, broken, cheating, attacking) and check each score",
     )
     p.add_argument("--out", default="class-output", help="folder for everything it makes (default class-output)")
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 
+from . import cgroup
 from .defaults import MEMORY_MB
 from .errors import GradingError
 
@@ -139,7 +140,7 @@ def installed_answer_keys(dirs):
     return sorted({os.path.join(d, "tinytorch") for d in dirs if os.path.isdir(os.path.join(d, "tinytorch"))})
 
 
-def command(argv, binds, env=None, cwd="/tmp"):
+def command(argv, binds, env=None, cwd="/tmp", tmpfs_mb=MEMORY_MB):
     """The bwrap command line that runs `argv` in a fresh sandbox. `binds` is [(path outside, path inside)], all
     read-only; `env` is added to a clean environment."""
     args = [
@@ -167,7 +168,8 @@ def command(argv, binds, env=None, cwd="/tmp"):
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
     # /tmp first: a venv kept under /tmp is bound on top of the sandbox's own empty /tmp, not hidden by it
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", HOME]
+    size = str(tmpfs_mb * 2**20)  # a full /tmp or home ends there (and in the sandbox's memory cgroup)
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", HOME]
     python = python_dirs()
     for path in python:
         args += ["--ro-bind", path, path]
@@ -187,10 +189,13 @@ def python_env():
     return {"PATH": f"{bin_dir}:{BASE_ENV['PATH']}", "TINYTORCH_SEARCH_PATH": os.pathsep.join(search_path())}
 
 
-def limiter(memory_mb, cpu_seconds, file_mb=256):
-    "A preexec_fn that caps what the sandboxed process may use (inherited through bwrap)."
+def limiter(memory_mb, cpu_seconds, group=None, file_mb=256):
+    """A preexec_fn that caps what the sandboxed process may use (inherited through bwrap) and, where there is one,
+    puts it in its cgroups before it runs anything."""
 
     def apply():
+        if group is not None:
+            group.enter()
         for which, value in [
             (resource.RLIMIT_AS, memory_mb * 2**20),
             (resource.RLIMIT_CPU, cpu_seconds),
@@ -222,7 +227,7 @@ def start(
     """Start `argv` in a fresh sandbox (or, unsandboxed, with the limits only, in an empty temporary folder).
     The caller must end it with `stop()`, which kills everything inside."""
     if sandboxed:
-        full = command(argv, binds, env, cwd=cwd)
+        full = command(argv, binds, env, cwd=cwd, tmpfs_mb=memory_mb)
         workdir = None
     else:
         import tempfile
@@ -240,18 +245,24 @@ def start(
                 **(env or {}),
             },
         )
-    process = subprocess.Popen(
-        full,
-        stdin=subprocess.DEVNULL,
-        stdout=stdout or subprocess.DEVNULL,
-        stderr=None if os.environ.get("TINYTORCH_DEBUG_SANDBOX") else stderr or subprocess.DEVNULL,
-        pass_fds=pass_fds,
-        preexec_fn=limiter(memory_mb, cpu_seconds),
-        start_new_session=True,
-        env=None if sandboxed else env,
-        cwd=workdir,
-    )
-    process.unsafe_workdir = workdir
+    group = cgroup.Cgroups.make(memory_mb)  # the limits of the sandbox as a whole, where the host has cgroups
+    try:
+        process = subprocess.Popen(
+            full,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout or subprocess.DEVNULL,
+            stderr=None if os.environ.get("TINYTORCH_DEBUG_SANDBOX") else stderr or subprocess.DEVNULL,
+            pass_fds=pass_fds,
+            preexec_fn=limiter(memory_mb, cpu_seconds, group),
+            start_new_session=True,
+            env=None if sandboxed else env,
+            cwd=workdir,
+        )
+    except BaseException:
+        if group is not None:
+            group.close()
+        raise
+    process.unsafe_workdir, process.cgroups = workdir, group
     return process
 
 
@@ -267,5 +278,7 @@ def stop(process):
         process.wait(10)
     except subprocess.TimeoutExpired:
         raise GradingError(f"the sandbox (pid {process.pid}) did not end after SIGKILL") from None
-    if getattr(process, "unsafe_workdir", None):
+    if process.cgroups is not None:
+        process.cgroups.close()  # whatever escaped the PID namespace's end (nothing should) dies here
+    if process.unsafe_workdir:
         shutil.rmtree(process.unsafe_workdir, ignore_errors=True)

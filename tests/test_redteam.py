@@ -1,4 +1,4 @@
-"""Red team: a class of 39 generated submissions (grading/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 41 generated submissions (grading/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -38,7 +38,7 @@ SANDBOX_ATTACKS = ["fay", "gus", "hal", "iris"]  # on the machine: files, proces
 def read_rows(grades):
     with open(Path(grades) / "grades.csv") as f:
         return [
-            Row(r["student"], r["assignment"], r["notebook"], float(r["score"]), float(r["max_score"]), r["note"])
+            Row(r["student"], r["assignment"], r["notebook"], float(r["score"] or 0), float(r["max_score"]), r["note"])
             for r in csv.DictReader(f)
         ]
 
@@ -125,9 +125,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_39_submissions_of_every_kind(graded_class):
+def test_the_class_has_41_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 39 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 41 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -167,6 +167,17 @@ def test_attacking_the_machine_earns_nothing(graded_class, student):
     "The answer key by path, the instructor's files, the grades; the runner's files, symlinks and .pth files,"
     "daemons that outlive the job, the network and /proc."
     check(graded_class, student)
+
+
+@pytest.mark.skipif(not SANDBOX, reason="the sandbox (bubblewrap) cannot run here")
+@pytest.mark.parametrize("student", ["fern", "gwen"])
+def test_a_fork_bomb_or_a_full_tmp_costs_nobody_else(graded_class, student):
+    "400 sleeping processes; /tmp and home filled and six processes of 600 MB: the sandbox's limits, nobody else's."
+    check(graded_class, student)
+    symptoms = ("Can't fork", "Resource temporarily unavailable", "bwrap:")
+    for rows in (graded_class["rows"], graded_class["other_rows"] or []):
+        hurt = [r for r in rows if r.student not in ("fern", "gwen") and any(s in r.note for s in symptoms)]
+        assert not hurt, f"another student paid for {student}'s attack: {hurt}"
 
 
 def check(graded_class, student):

@@ -1,0 +1,134 @@
+"""Limits for a sandbox as a whole (grading.cgroup): memory, processes and CPU hold for every process of one sandbox
+together, a full /tmp ends at its size, and one sandbox's fork bomb leaves the next sandbox its processes."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grading import cgroup, sandbox
+
+
+def fake_v1(root, own="/grader"):
+    "A v1 hierarchy with the three controllers, as mounted under /sys/fs/cgroup."
+    for name in cgroup.CONTROLLERS:
+        (root / name / own.lstrip("/")).mkdir(parents=True)
+        (root / name / "cgroup.procs").write_text("")
+    proc = root / "self-cgroup"
+    proc.write_text("".join(f"{i}:{name}:{own}\n" for i, name in enumerate(cgroup.CONTROLLERS, 1)) + "0::/\n")
+    return proc
+
+
+def test_v1_makes_one_cgroup_per_controller_under_the_grader_s_own_and_writes_the_limits(tmp_path):
+    proc = fake_v1(tmp_path)
+    where = cgroup.places(tmp_path, proc, delegated="")
+    assert where == ("v1", [tmp_path / name / "grader" for name in cgroup.CONTROLLERS])
+    group = cgroup.Cgroups.make(512, cpus=1, pids=100, where=where)
+    pids, memory, cpu = group.folders
+    assert (pids / "pids.max").read_text() == "100"
+    assert (memory / "memory.limit_in_bytes").read_text() == str(512 * 2**20)
+    assert (cpu / "cpu.cfs_quota_us").read_text() == "100000"
+    group.enter()
+    assert (pids / "cgroup.procs").read_text() == str(os.getpid())
+
+
+def test_v2_uses_the_delegated_cgroup_and_enables_its_controllers(tmp_path):
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids")
+    delegated = tmp_path / "user.slice" / "grading"
+    delegated.mkdir(parents=True)
+    (delegated / "cgroup.subtree_control").write_text("")
+    proc = tmp_path / "self-cgroup"
+    proc.write_text("0::/user.slice/other\n")
+    where = cgroup.places(tmp_path, proc, delegated=str(delegated))
+    assert where == ("v2", [delegated])
+    group = cgroup.Cgroups.make(256, cpus=0.5, pids=64, where=where)
+    (folder,) = group.folders
+    assert (delegated / "cgroup.subtree_control").read_text() == "+pids +memory +cpu"
+    assert (folder / "memory.max").read_text() == str(256 * 2**20)
+    assert (folder / "cpu.max").read_text() == "50000 100000" and (folder / "pids.max").read_text() == "64"
+
+
+def test_without_a_place_for_cgroups_there_are_none(tmp_path):
+    proc = tmp_path / "self-cgroup"
+    proc.write_text("0::/\n")
+    assert cgroup.places(tmp_path, proc, delegated="") == (None, [])
+    assert cgroup.Cgroups.make(100, where=(None, [])) is None
+
+
+REAL = sandbox.problem() is None and cgroup.places()[0] is not None
+needs_cgroups = pytest.mark.skipif(not REAL, reason="no bubblewrap sandbox with cgroups on this host")
+
+
+def run_in_sandbox(code, memory_mb, timeout=120):
+    "Run Python `code` in a fresh sandbox; (exit status, what it printed)."
+    process = sandbox.start(
+        [sandbox.interpreter(), "-I", "-c", textwrap.dedent(code)], [], memory_mb=memory_mb, stdout=subprocess.PIPE
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    finally:
+        sandbox.stop(process)
+    return process.returncode, output.decode()
+
+
+@needs_cgroups
+def test_processes_of_one_sandbox_share_one_memory_limit():
+    code = """
+        import os
+        children = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                block = bytearray(150 * 2**20)  # each fits the per-process limit; four do not fit the sandbox's
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                os._exit(0)
+            children.append(pid)
+        print(sum(os.waitpid(pid, 0)[1] == 0 for pid in children))
+    """
+    status, output = run_in_sandbox(code, memory_mb=400)
+    assert status == 0 and int(output) < 4, "four processes of 150 MB held more than the sandbox's 400 MB"
+
+
+@needs_cgroups
+def test_a_full_tmp_ends_at_its_size():
+    code = """
+        try:
+            with open("/tmp/fill", "wb") as f:
+                for _ in range(100):
+                    f.write(b"x" * 2**20)
+            print("written")
+        except OSError as error:
+            print(error.strerror)
+    """
+    status, output = run_in_sandbox(code, memory_mb=64)
+    assert output.strip() != "written"
+
+
+@needs_cgroups
+def test_a_fork_bomb_in_one_sandbox_leaves_another_its_processes():
+    bomb = sandbox.start(
+        [
+            sandbox.interpreter(),
+            "-I",
+            "-c",
+            "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)",
+        ],
+        [],
+        memory_mb=512,
+    )
+    try:
+        code = """
+            import subprocess
+            print(sum(subprocess.run(["/bin/true"]).returncode == 0 for _ in range(30)))
+        """
+        status, output = run_in_sandbox(code, memory_mb=512)
+        assert status == 0 and output.strip() == "30", output
+        assert len(bomb.cgroups.members()) <= cgroup.PIDS_MAX
+    finally:
+        sandbox.stop(bomb)
+    assert not any(Path(folder).exists() for folder in bomb.cgroups.folders), "the sandbox's cgroups are removed"
+    assert sys.platform.startswith("linux")
