@@ -259,6 +259,23 @@ def cmd_export_grades(args):
     return 0
 
 
+def cmd_collect(args):
+    from .collect import collect
+
+    result = collect(args.download, args.lms, args.out, force=args.force, notebooks_dir=args.notebooks)
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    for row in result.not_placed:
+        print(f"not placed: {row.file}: {row.note}", file=sys.stderr)
+    students = len({row.student for row in result.placed})
+    print(
+        f"{len(result.placed)} notebooks of {students} students in {args.out}; who is who: {result.roster}; "
+        f"what became of each file: {result.report}"
+        + (f"; {len(result.not_placed)} files not placed (above)" if result.not_placed else "")
+    )
+    return 1 if result.not_placed else 0
+
+
 def parser():
     top = argparse.ArgumentParser(prog="python -m grading", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -344,6 +361,23 @@ def parser():
         "default it is the notebook file's time as received, since a student can put any timestamp.txt there",
     )
     p.set_defaults(run=cmd_autograde)
+    p = sub.add_parser(
+        "collect", help="an LMS's bulk download of submissions as SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb"
+    )
+    p.add_argument("download", help="the zip file the LMS gave (or the folder it was unpacked into)")
+    p.add_argument(
+        "--lms",
+        required=True,
+        metavar="{canvas,moodle,gradescope,flat}",
+        help="what made the download: Canvas's Download Submissions, Moodle's Download all submissions, "
+        "Gradescope's Export Submissions, or flat: a folder per student",
+    )
+    p.add_argument("--out", required=True, help="the submissions folder to write (autograde's SUBMISSIONS)")
+    p.add_argument("--force", action="store_true", help="replace notebooks in --out that differ from the download's")
+    p.add_argument(
+        "--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)"
+    )
+    p.set_defaults(run=cmd_collect)
     p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")
     p.add_argument("notebook", help="path to the .ipynb")
     p.set_defaults(run=cmd_check)
