@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from .clock import Budget
+from .defaults import GRADER_MEMORY_MB
 from .notebooks import REPO
 
 JOB_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # a job per core, no more
@@ -56,6 +57,7 @@ class Runner:
                     cwd=REPO,
                     start_new_session=True,  # Ctrl-C reaches the grader alone, which then kills the jobs itself
                     env={**os.environ, **JOB_ENV, "PATH": job_path()},
+                    preexec_fn=limit_memory,
                 )
                 self.running.add(process)
             try:
@@ -107,6 +109,17 @@ class Runner:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
+
+
+def limit_memory():
+    """The job's own memory (the grader's process: the instructor's cells run there, on data from the student's code)
+    is capped, so that whatever a student's request makes it compute fails that call, not the machine."""
+    import resource
+
+    limit = GRADER_MEMORY_MB * 2**20
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or hard > limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def wait(process, budget, stopping):

@@ -32,6 +32,7 @@ from .errors import GraderFault, GradingError
 
 GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
 BACKSTOP = 2  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
+CALLBACK_MB = 64  # the most one of the student's calls of a grader's function may make the grader compute on
 STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start and say hello
 RESTARTS = 5  # times a crashed or hung worker is started again
 WORKER_FILES = ["worker.py", "wire.py"]
@@ -292,6 +293,12 @@ class Remote:
             function = session.objects.get(reply.get("function"))
             if not callable(function) or isinstance(function, type):
                 raise wire.WireError("a call of something that is not one of the grader's functions")
+            too_big = request_too_big(values["args"], values["kwargs"])
+            if too_big:
+                raise wire.EXCEPTIONS["ValueError"](
+                    f"your code asked the grader to compute on more than it gives any test ({too_big}; at most "
+                    f"{CALLBACK_MB} MB): call the function with the inputs you were given"
+                )
             result = function(*values["args"], **values["kwargs"])
             return session.message({"op": "return"}, {"value": result})
         except wire.WireError:
@@ -305,6 +312,29 @@ class Remote:
                 },
                 {},
             )
+
+
+def request_too_big(args, kwargs):
+    """Why a callback's arguments are more than the grader will compute on (None when they are not): their size, or
+    the size of their broadcast together (a (10000, 1) and a (1, 10000) array are 160 KB, and 800 MB added)."""
+    arrays = []
+    for value in [*args, *kwargs.values()]:
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            data = item if isinstance(item, np.ndarray) else getattr(item, "data", None)  # an array, or a Tensor's
+            if isinstance(data, np.ndarray):
+                arrays.append(data)
+    limit = CALLBACK_MB * 2**20
+    held = sum(a.nbytes for a in arrays)
+    if held > limit:
+        return f"its arguments hold {held / 2**20:.0f} MB"
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    except ValueError:
+        return None  # they do not broadcast: the function raises its own error
+    together = 8 * int(np.prod(shape, dtype=np.float64))
+    if together > limit:
+        return f"broadcast together they make {together / 2**20:.0f} MB"
+    return None
 
 
 def changed_inputs(session, reply):
