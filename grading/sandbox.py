@@ -152,7 +152,7 @@ def command(argv, binds, env=None, cwd="/tmp", tmpfs_mb=MEMORY_MB):
         "--gid",
         str(SANDBOX_UID),
         "--hostname",
-        "sandbox",
+        "localhost",  # a name many machines have: nothing that tells a graded run from a student's own
         "--die-with-parent",
         "--new-session",
         "--clearenv",

@@ -18,6 +18,7 @@ import ast
 import builtins
 import importlib
 import os
+import re
 import select
 import shutil
 import signal
@@ -349,12 +350,23 @@ def changed_inputs(session, reply):
 
 
 def exception_of(reply):
+    "The exception the student's code raised, as one of the grader's, marked as the student's (see run_cell)."
     kind, message = reply.get("type"), str(reply.get("message", ""))
     if kind == "GradcheckError" and "tinytorch.core.gradcheck" in sys.modules:
-        return sys.modules["tinytorch.core.gradcheck"].GradcheckError(message)
-    if kind in wire.EXCEPTIONS:
-        return wire.EXCEPTIONS[kind](message)
-    return StudentError(f"{reply.get('raised', 'Error')}: {message}")
+        error = sys.modules["tinytorch.core.gradcheck"].GradcheckError(message)
+    elif kind in wire.EXCEPTIONS:
+        error = wire.EXCEPTIONS[kind](message)
+    else:
+        error = StudentError(f"{reply.get('raised', 'Error')}: {message}")
+    error.raised_by_student = True
+    return error
+
+
+def describe_hidden(error):
+    """A message the student's own code raised in a hidden test, with its numbers hidden: a rule that raises its
+    inputs as its error would otherwise print the hidden test's inputs on the student's page."""
+    text = re.sub(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", "#", str(error))[:300]
+    return f"{type(error).__name__}: {text} (raised by your code in a hidden test; its numbers are not shown)"
 
 
 def resolve_trusted_class(module, qualname):
@@ -471,7 +483,7 @@ def _alarm(signum, frame):
     raise CellTimeout()
 
 
-def run_cell(cell, namespace, timeout):
+def run_cell(cell, namespace, timeout, hidden=False):
     """Run one of the instructor's cells here; return (passed, message). `timeout` is in CPU seconds of this process:
     the time the student's calls take in the worker is theirs, limited there."""
     previous = signal.signal(signal.SIGPROF, _alarm)
@@ -484,6 +496,8 @@ def run_cell(cell, namespace, timeout):
     except GraderFault:
         raise  # not the student's: the whole submission is not graded
     except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
+        if hidden and getattr(error, "raised_by_student", False):
+            return False, describe_hidden(error)
         return False, describe(error)
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
@@ -547,7 +561,8 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
                 if cell["kind"] == "test":
                     results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
                 continue
-            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE)  # its calls time out first
+            hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
+            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden)  # calls time out first
             if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
                 install(namespace, cell["targets"], remote)
             if cell["kind"] == "test":
