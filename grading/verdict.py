@@ -30,6 +30,7 @@ import numpy as np
 from . import analytic, sandbox, variant, wire
 from .clock import Budget
 from .errors import GraderFault, GradingError
+from .ownership import check_changes, named_arguments, object_paths, signature_of
 
 GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
 BACKSTOP = 2  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
@@ -226,7 +227,9 @@ class Remote:
             self.worker.close()
             self.worker = None
 
-    def call(self, qualname, args, kwargs, readonly):
+    def call(self, qualname, args, kwargs, readonly, named=None):
+        """Call the student's `qualname` on the grader's `args`; `named`: the same arguments by parameter name, for
+        saying which one a call changed (grading.ownership)."""
         worker = self.ensure_worker()
         session = wire.Session(resolve_trusted_class)
         worker.calls += 1
@@ -271,13 +274,19 @@ class Remote:
             if isinstance(error, CellTimeout):
                 self.event(f"your {qualname} did not finish in time (the test's {self.plan['cell_timeout']} s)")
             raise
+        named = named if named is not None else {f"arg{i}": a for i, a in enumerate(args)}
         if readonly:
-            changed = changed_inputs(session, reply)
+            changed = changed_inputs(session, reply, named)
             if changed:
                 raise wire.EXCEPTIONS["ValueError"](
                     f"your rule changed {changed} in place: compute a new array instead"
                 )
             reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= WORKER_NUMBERS]
+        elif isinstance(reply.get("objects"), list):
+            try:
+                reply["objects"] = check_changes(qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS)
+            except (TypeError, IndexError, KeyError):
+                raise StudentError(f"{qualname} sent back a malformed object table") from None
         try:
             values = session.receive(reply, arrays)
         except wire.WireError as error:
@@ -338,15 +347,17 @@ def request_too_big(args, kwargs):
     return None
 
 
-def changed_inputs(session, reply):
-    "What a read-only call changed of the grader's tensors and arrays (a rule must not), in words."
-    changed = []
+def changed_inputs(session, reply, named):
+    "What a read-only call changed of the grader's tensors and arrays (a rule must not), named: 'grad_output'."
+    paths = None
     for entry in reply.get("objects", []):
         number = entry[0] if isinstance(entry, list) and entry else None
         value = session.objects.get(number) if isinstance(number, int) and number < WORKER_NUMBERS else None
         if isinstance(value, np.ndarray) or type(value).__name__ == "Tensor":
-            changed.append("grad_output or a saved tensor")
-    return changed[0] if changed else None
+            paths = paths if paths is not None else object_paths(named, session.number_of)
+            where = paths.get(number, "grad_output or a saved tensor")
+            return where.removesuffix(".data").replace("self.saved_tensors", "its saved tensors")
+    return None
 
 
 def exception_of(reply):
@@ -410,10 +421,15 @@ def install(space, targets, remote):
     that is not exported) with a stand-in that calls the student's version."""
     for qualname, kind in targets:
         get = space.get if isinstance(space, dict) else lambda name: getattr(space, name)
-        reference = getattr(get(qualname.split(".")[0]), "apply", None) if qualname.endswith(".apply") else None
+        owner = get(qualname.split(".")[0])
+        original = owner if kind == "function" else owner.__dict__.get(qualname.split(".")[1])
+        original = original.fget if isinstance(original, property) else original
+        reference = getattr(owner, "apply", None) if qualname.endswith(".apply") else None
+        signature = signature_of(original)
 
-        def stub(*args, _qualname=qualname, _reference=reference, **kwargs):
-            value = remote.call(_qualname, args, kwargs, readonly=_reference is not None)
+        def stub(*args, _qualname=qualname, _reference=reference, _signature=signature, **kwargs):
+            named = named_arguments(_signature, args, kwargs)
+            value = remote.call(_qualname, args, kwargs, readonly=_reference is not None, named=named)
             if _reference is not None:
                 refuse_numerical_rule(_qualname, value, _reference, args, kwargs)
             return value
@@ -425,8 +441,7 @@ def install(space, targets, remote):
             else:
                 setattr(space, qualname, stub)
         else:
-            cls = get(qualname.split(".")[0])
-            setattr(cls, qualname.split(".")[1], property(stub) if kind == "property" else stub)
+            setattr(owner, qualname.split(".")[1], property(stub) if kind == "property" else stub)
 
 
 def refuse_numerical_rule(qualname, value, reference, args, kwargs):

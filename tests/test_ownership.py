@@ -1,0 +1,53 @@
+"""The tests' data belong to the grader (grading.ownership): a student's function may change only what its exercise
+declares; an array of anything else changed in place fails the call naming it, and other changes are not read back."""
+
+import numpy as np
+import pytest
+
+from grading.ownership import MAY_CHANGE, check_changes, object_paths
+
+WORKER = 1 << 40
+
+
+class Tensor:  # stands for the course's Tensor: a course object (its module is __main__-like for the walk)
+    __module__ = "tinytorch.core.tensor"
+
+    def __init__(self, data):
+        self.data, self.grad = np.asarray(data, dtype=float), None
+
+
+def numbered(*values):
+    "number_of as a wire session has it: every object the grader sent, numbered from 1."
+    return {id(v): i for i, v in enumerate(values, 1)}
+
+
+def test_an_input_array_changed_in_place_fails_the_call_and_names_the_argument():
+    a, b = Tensor([1.0, 2.0]), Tensor([3.0, 4.0])
+    number_of = numbered(a, a.data, b, b.data)
+    table = [[4, "a", 0], [WORKER, "a", 1]]  # b.data changed; a new array of the worker's
+    with pytest.raises(ValueError, match=r"your matmul changed b\.data in place"):
+        check_changes("matmul", {"a": a, "b": b}, table, number_of, WORKER)
+
+
+def test_declared_changes_are_read_back_and_other_changes_are_dropped():
+    model, X = Tensor([0.0]), np.zeros(3)
+    rng = np.random.default_rng(0)
+    number_of = numbered(model, model.data, X, rng)
+    table = [[2, "a", 0], [4, "g", {}], [1, "o", {}]]
+    kept = check_changes("train_epoch", {"model": model, "X": X, "rng": rng}, table, number_of, WORKER)
+    assert kept == table, "train_epoch may change its model (and its arrays) and its random generator"
+    assert MAY_CHANGE["attach"] == ("result",)
+    result, other = Tensor([1.0]), Tensor([2.0])
+    number_of = numbered(result, other)
+    kept = check_changes(
+        "attach", {"result": result, "inputs": (other,)}, [[1, "o", {}], [2, "o", {}]], number_of, WORKER
+    )
+    assert kept == [[1, "o", {}]], "attach records on result; a change to its input is not read back"
+
+
+def test_paths_name_nested_arguments_nearest_first():
+    params = [Tensor([1.0]), Tensor([2.0])]
+    number_of = numbered(params, params[0], params[0].data, params[1], params[1].data)
+    paths = object_paths({"params": params}, number_of)
+    assert paths[5] == "params[1].data" and paths[1] == "params"
+    assert object_paths({"params": params, "vectors": [params[1].data]}, number_of)[5] == "vectors[0]"
