@@ -133,12 +133,13 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
     kept, older = latest(placements)
     roster, report = out / ROSTER, out / REPORT
     people = merged_roster(roster, [item.person for item in found])  # a malformed roster stops us before any write
-    earlier = earlier_report(report, download)
+    source = str(download.resolve())  # the report's rows of this download are replaced when it is collected again
+    earlier = earlier_report(report, source)
     unchanged = plan(kept, out, force)
     written = [write_notebook(p, out, unchanged) for p in kept]
     rows = rows + unknown + written + older
     write_roster(roster, people)
-    write_report(report, download, earlier, rows)
+    write_report(report, source, earlier, rows)
     return Collected(rows, warnings(lms, rows), roster, report)
 
 
@@ -212,6 +213,8 @@ def identify(found, known):
         time, time_from = item.submitted, "the LMS's submission time"
         if time is None and item.member.time is not None:
             time, time_from = datetime.fromtimestamp(item.member.time).astimezone(), "the file's time in the download"
+        elif time is None:
+            time_from = "none in the download: the time of collect"
         note = "; ".join(n for n in (item.note, note) if n)
         placements.append(Placement(item, data, assignment, note, time, time_from))
     return placements, rows
@@ -228,7 +231,9 @@ def normal(name):
 
 def assignment_of(item, data, known):
     "(assignment or None, note): by the file's (or its folders') name, else by its cells' grade ids."
-    named = next((normal(h) for h in item.hints if normal(h) in known), None)
+    lower = {name.lower(): name for name in known}
+    stems = [stem for hint in item.hints for stem in (hint.lower().removesuffix(".ipynb"), normal(hint))]
+    named = next((lower[stem] for stem in stems if stem in lower), None)
     ids = grade_ids(data)
     matched = best_match(ids, known) if ids else None
     if named:
@@ -365,7 +370,7 @@ def write_roster(path, people):
     write_atomic(path, text.getvalue().encode("utf-8"))
 
 
-def earlier_report(path, download):
+def earlier_report(path, source):
     "The rows of OUT/collect-report.csv that other downloads wrote (a collect of this one again replaces its own)."
     if not path.exists():
         return []
@@ -375,16 +380,16 @@ def earlier_report(path, download):
         raise GradingError(f"{path}: cannot be read ({error}); move it away.") from None
     if not rows or rows[0] != REPORT_COLUMNS:
         raise GradingError(f"{path}: not a report of collect (header {','.join(REPORT_COLUMNS)}); move it away.")
-    return [row for row in rows[1:] if row and row[0] != str(download)]
+    return [row for row in rows[1:] if row and row[0] != source]
 
 
-def write_report(path, download, earlier, rows):
+def write_report(path, source, earlier, rows):
     text = io.StringIO()
     writer = csvsafe.writer(text)
     writer.writerow(REPORT_COLUMNS)
     writer.writerows(earlier)
     for r in rows:
-        row = [download, r.file, r.status, r.student, r.assignment, r.time, r.time_from, r.note]
+        row = [source, r.file, r.status, r.student, r.assignment, r.time, r.time_from, r.note]
         writer.writerow([printable(str(cell)) for cell in row])
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text.getvalue().encode("utf-8"))

@@ -1,0 +1,333 @@
+"""`python -m grading collect`: each LMS's bulk download, laid out as that LMS documents it, becomes the folder
+autograde reads, with the roster, the submission times and a report of every file that could not be placed."""
+
+import csv
+import functools
+import os
+import shutil
+import zipfile
+from datetime import UTC, datetime, timedelta, timezone
+
+import nbformat
+import pytest
+
+from grading import downloads
+from grading.cli import main
+from grading.collect import collect
+from grading.errors import GradingError
+from grading.lms_input import read_roster
+from grading.notebooks import REPO, nbgrader_meta, read_notebook
+from tests.conftest import run_cli
+
+COURSE = ("02_function", "03_gradcheck")
+
+
+@pytest.fixture
+def course(tmp_path):
+    "An instructor's notebooks folder with two of the course's notebooks (fewer to read: the tests stay fast)."
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for stem in COURSE:
+        shutil.copy(REPO / "notebooks" / f"{stem}.ipynb", folder)
+    return folder
+
+
+@functools.cache
+def course_meta(assignment):
+    "The nbgrader metadata of the first cell of the course notebook `assignment` that has a grade id."
+    source = read_notebook(REPO / "notebooks" / f"{assignment}.ipynb")
+    return next(nbgrader_meta(c) for c in source.cells if nbgrader_meta(c).get("grade_id"))
+
+
+def tiny(assignment="02_function", text=""):
+    "A small notebook whose one cell carries the nbgrader metadata of a cell of the course notebook `assignment`."
+    cell = nbformat.v4.new_code_cell(f"# {text or 'my work'}", id="work")
+    cell.metadata["nbgrader"] = dict(course_meta(assignment))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [cell]
+    return nbformat.writes(nb).encode()
+
+
+def make_zip(path, files):
+    "A zip of {name: bytes}, every member dated 2026-12-05 10:00 (as when an LMS made the download)."
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2026, 12, 5, 10, 0, 0)), data)
+    return path
+
+
+def report(out):
+    with open(out / "collect-report.csv", encoding="utf-8") as file:
+        return {row["file"]: row for row in csv.DictReader(file)}
+
+
+def notebook(out, student, assignment):
+    return out / student / assignment / f"{assignment}.ipynb"
+
+
+def test_a_canvas_download_is_laid_out_by_student_and_assignment_with_a_roster(tmp_path, course):
+    download = make_zip(
+        tmp_path / "canvas.zip",
+        {
+            "lovelaceada_1001_501_02_function.ipynb": tiny(),
+            "lovelaceada_1001_502_03_gradcheck (1).ipynb": tiny("03_gradcheck"),  # renamed by the browser
+            "hopper_grace_LATE_1002_503_02_function-1.ipynb": tiny(),  # Canvas's LATE; -1 for a repeated name
+            "turingalan_1003_504_answers.pdf": b"%PDF-1.4",
+            "notes.txt": b"not from Canvas",
+        },
+    )
+    out = tmp_path / "submissions"
+    result = collect(download, "canvas", out, notebooks_dir=course)
+    assert notebook(out, "lovelaceada-1001", "02_function").read_bytes() == tiny()
+    assert notebook(out, "lovelaceada-1001", "03_gradcheck").is_file()
+    assert notebook(out, "hopper-grace-1002", "02_function").is_file()
+    roster = {p.student: p for p in read_roster(out / "roster.csv")}  # export-grades reads it as it is
+    assert roster["lovelaceada-1001"].lms_id == "1001"
+    assert roster["hopper-grace-1002"].name == "hopper_grace"
+    assert "turingalan-1003" in roster  # handed in, but no notebook: export-grades will say so
+    rows = report(out)
+    assert "LATE" in rows["hopper_grace_LATE_1002_503_02_function-1.ipynb"]["note"]
+    assert rows["turingalan_1003_504_answers.pdf"]["status"] == "not placed"
+    assert "not a notebook (.pdf)" in rows["turingalan_1003_504_answers.pdf"]["note"]
+    assert "is this a Canvas download" in rows["notes.txt"]["note"]
+    assert {r.file for r in result.not_placed} == {"turingalan_1003_504_answers.pdf", "notes.txt"}
+    assert any("no submission times" in line for line in result.warnings)
+
+
+def test_a_notebook_whose_name_says_no_assignment_is_placed_by_its_cells(tmp_path, course):
+    download = make_zip(
+        tmp_path / "canvas.zip",
+        {"curiemarie_7_1_homework.ipynb": tiny("03_gradcheck"), "curiemarie_7_2_scratch.ipynb": b'{"cells": []}'},
+    )
+    out = tmp_path / "submissions"
+    collect(download, "canvas", out, notebooks_dir=course)
+    assert notebook(out, "curiemarie-7", "03_gradcheck").read_bytes() == tiny("03_gradcheck")
+    rows = report(out)
+    assert "told by its cells" in rows["curiemarie_7_1_homework.ipynb"]["note"]
+    assert rows["curiemarie_7_2_scratch.ipynb"]["status"] == "not placed"
+
+
+def test_gradescope_sets_each_notebooks_time_to_created_at_and_keeps_the_latest(tmp_path, course):
+    metadata = """\
+submission_11:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '1815'
+    :email: ada@uni.edu
+  :created_at: 2026-12-01 23:12:03.123456000 -08:00
+  :score: 0.0
+  :results: !ruby/hash:ActiveSupport::HashWithIndifferentAccess
+    score: 0.0
+submission_12:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '1815'
+    :email: ada@uni.edu
+  :created_at: 2026-12-01 20:00:00.000000000 -08:00
+submission_13:
+  :submitters:
+  - :name: Grace Hopper
+    :sid: '1906'
+    :email: grace@uni.edu
+  - :name: Alan Turing
+    :sid: '1912'
+    :email: alan@uni.edu
+  :created_at: 2026-11-30 09:30:00.000000000 Z
+"""
+    root = "assignment_42_export/"
+    download = make_zip(
+        tmp_path / "gradescope.zip",
+        {
+            root + "submission_metadata.yml": metadata.encode(),
+            root + "submission_11/02_function.ipynb": tiny(text="latest"),
+            root + "submission_12/02_function.ipynb": tiny(text="earlier"),
+            root + "submission_13/kit/02_function/02_function.ipynb": tiny(text="pair"),
+            root + "submission_99/02_function.ipynb": tiny(),
+        },
+    )
+    out = tmp_path / "submissions"
+    result = collect(download, "gradescope", out, notebooks_dir=course)
+    ada = notebook(out, "1815", "02_function")
+    assert b"latest" in ada.read_bytes()
+    due = datetime(2026, 12, 1, 23, 12, 3, 123456, tzinfo=timezone(timedelta(hours=-8)))
+    assert abs(os.stat(ada).st_mtime - due.timestamp()) < 0.001
+    pair = datetime(2026, 11, 30, 9, 30, tzinfo=UTC).timestamp()
+    for sid in ("1906", "1912"):  # a group submission: a copy for each submitter
+        assert abs(os.stat(notebook(out, sid, "02_function")).st_mtime - pair) < 0.001
+    rows = report(out)
+    assert rows[root + "submission_12/02_function.ipynb"]["status"] == "superseded"
+    assert "earlier submission" in rows[root + "submission_12/02_function.ipynb"]["note"]
+    assert rows[root + "submission_99/02_function.ipynb"]["status"] == "not placed"
+    roster = {p.student: p for p in read_roster(out / "roster.csv")}
+    assert (roster["1815"].name, roster["1815"].email, roster["1815"].sis_id) == ("Ada Lovelace", "ada@uni.edu", "1815")
+    assert not result.warnings
+
+
+def test_moodle_folders_and_prefixed_files_give_slugged_student_folders(tmp_path, course):
+    download = tmp_path / "moodle"  # unpacked, as a folder
+    files = {
+        "Jane Doe_501_assignsubmission_file/02_function.ipynb": tiny(),
+        "Jane Doe_501_assignsubmission_onlinetext/onlinetext.html": b"<p>hi</p>",
+        "José Ñúñez O'Brien_502_assignsubmission_file_02_function.ipynb": tiny(),
+        "Sam Lee_503_assignsubmission_file_/02_function.ipynb": tiny(text="one"),
+        "Sam Lee_504_assignsubmission_file_/02_function.ipynb": tiny(text="other"),
+        "__MACOSX/._02_function.ipynb": b"junk",
+    }
+    for name, data in files.items():
+        (download / name).parent.mkdir(parents=True, exist_ok=True)
+        (download / name).write_bytes(data)
+    out = tmp_path / "submissions"
+    result = collect(download, "moodle", out, notebooks_dir=course)
+    assert notebook(out, "jane-doe", "02_function").is_file()
+    assert notebook(out, "jose-nunez-o-brien", "02_function").is_file()
+    assert b"one" in notebook(out, "sam-lee-503", "02_function").read_bytes()  # same name: the id tells them apart
+    assert b"other" in notebook(out, "sam-lee-504", "02_function").read_bytes()
+    roster = {p.student: p.name for p in read_roster(out / "roster.csv")}
+    assert roster["jose-nunez-o-brien"] == "José Ñúñez O'Brien"
+    rows = report(out)
+    assert "onlinetext submission" in rows["Jane Doe_501_assignsubmission_onlinetext/onlinetext.html"]["note"]
+    assert not any("__MACOSX" in name for name in rows)
+    assert any("email" in line for line in result.warnings)
+
+
+def test_a_flat_folder_takes_either_layout_and_refuses_links(tmp_path, course):
+    download = tmp_path / "flat"
+    (download / "alice" / "02_function").mkdir(parents=True)
+    (download / "alice" / "02_function" / "02_function.ipynb").write_bytes(tiny())
+    (download / "bob").mkdir()
+    (download / "bob" / "my work.ipynb").write_bytes(tiny("03_gradcheck"))
+    (download / "-eve").mkdir()
+    (download / "-eve" / "02_function.ipynb").write_bytes(tiny())
+    (download / "carol").mkdir()
+    (download / "carol" / "02_function.ipynb").symlink_to(REPO / "notebooks" / "02_function.ipynb")
+    (download / "mallory").symlink_to(REPO / "notebooks")
+    out = tmp_path / "submissions"
+    collect(download, "flat", out, notebooks_dir=course)
+    assert notebook(out, "alice", "02_function").is_file()
+    assert notebook(out, "bob", "03_gradcheck").is_file()
+    assert notebook(out, "eve", "02_function").is_file()  # '-eve' cannot name a folder autograde reads
+    assert not (out / "carol").exists() and not (out / "mallory").exists()
+    rows = report(out)
+    assert "symbolic link" in rows["carol/02_function.ipynb"]["note"]
+    assert "symbolic link" in rows["mallory"]["note"]
+    assert "cannot name a student's folder" in rows["'-eve/02_function.ipynb"]["note"]  # ' : grading.csvsafe
+
+
+def test_zip_members_outside_the_download_and_too_large_are_refused(tmp_path, course, monkeypatch):
+    monkeypatch.setattr(downloads, "LIMIT", 50_000)
+    download = make_zip(
+        tmp_path / "flat.zip",
+        {
+            "../../escaped/02_function.ipynb": tiny(),
+            "/etc/02_function.ipynb": tiny(),
+            "alice/../../02_function.ipynb": tiny(),
+            "bob/02_function.ipynb": tiny() + b" " * 60_000,
+            "carol/02_function.ipynb": tiny(),
+        },
+    )
+    out = tmp_path / "work" / "submissions"
+    result = collect(download, "flat", out, notebooks_dir=course)
+    written = [p for p in tmp_path.rglob("*.ipynb") if not p.is_relative_to(course)]
+    assert written == [notebook(out, "carol", "02_function")]
+    rows = report(out)
+    for name in ("../../escaped/02_function.ipynb", "/etc/02_function.ipynb", "alice/../../02_function.ipynb"):
+        assert "leads out of the download" in rows[name]["note"]
+    assert "larger than" in rows["bob/02_function.ipynb"]["note"]
+    assert len(result.not_placed) == 4
+
+
+def test_notebooks_already_there_are_replaced_only_with_force(tmp_path, course):
+    download = make_zip(tmp_path / "canvas.zip", {"doejane_5_1_02_function.ipynb": tiny()})
+    out = tmp_path / "submissions"
+    collect(download, "canvas", out, notebooks_dir=course)
+    again = collect(download, "canvas", out, notebooks_dir=course)  # the same download twice: nothing to replace
+    assert [r.status for r in again.rows] == ["unchanged"]
+    target = notebook(out, "doejane-5", "02_function")
+    target.write_bytes(tiny(text="graded by hand"))
+    with pytest.raises(GradingError, match=r"1 notebook\(s\) there differ.*doejane-5.*--force"):
+        collect(download, "canvas", out, notebooks_dir=course)
+    assert b"graded by hand" in target.read_bytes()
+    collect(download, "canvas", out, force=True, notebooks_dir=course)
+    assert target.read_bytes() == tiny()
+
+
+def test_the_roster_and_the_report_keep_what_earlier_collects_wrote(tmp_path, course):
+    out = tmp_path / "submissions"
+    out.mkdir()
+    (out / "roster.csv").write_text("student,name,email\nlovelaceada-1001,Ada Lovelace,ada@uni.edu\n")
+    first = make_zip(tmp_path / "a.zip", {"lovelaceada_1001_1_02_function.ipynb": tiny(), "x.txt": b""})
+    second = make_zip(tmp_path / "b.zip", {"hopper_1002_2_03_gradcheck.ipynb": tiny("03_gradcheck")})
+    collect(first, "canvas", out, notebooks_dir=course)
+    collect(second, "canvas", out, notebooks_dir=course)
+    collect(second, "canvas", out, notebooks_dir=course)  # again: its own rows replaced, not doubled
+    roster = read_roster(out / "roster.csv")
+    assert [(p.student, p.name, p.email) for p in roster] == [
+        ("lovelaceada-1001", "Ada Lovelace", "ada@uni.edu"),  # the instructor's line, as it was
+        ("hopper-1002", "hopper", ""),
+    ]
+    with open(out / "collect-report.csv", encoding="utf-8") as file:
+        files = [row["file"] for row in csv.DictReader(file)]
+    assert sorted(files) == ["hopper_1002_2_03_gradcheck.ipynb", "lovelaceada_1001_1_02_function.ipynb", "x.txt"]
+
+
+def test_the_command_names_each_file_not_placed_on_stderr_and_exits_1(tmp_path, course, capsys):
+    download = make_zip(tmp_path / "canvas.zip", {"doejane_5_1_02_function.ipynb": tiny(), "readme.txt": b""})
+    out = tmp_path / "submissions"
+    code = main(["collect", str(download), "--lms", "canvas", "--out", str(out), "--notebooks", str(course)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "not placed: readme.txt: not named as Canvas names" in captured.err
+    assert captured.err.count("\n") == 2  # the warning about times, and the one file
+    assert "1 notebooks of 1 students" in captured.out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.zip", "--lms", "canvas"], "missing.zip: no such file or folder"),
+        (["notzip.zip", "--lms", "canvas"], "notzip.zip: not a readable zip file"),
+        (["canvas.zip", "--lms", "blackboard"], "--lms 'blackboard': expected one of canvas, moodle, gradescope, flat"),
+        (["canvas.zip", "--lms", "gradescope"], "has no submission_metadata.yml"),
+        (["folder", "--lms", "flat"], "is inside the download"),
+    ],
+)
+def test_a_bad_download_or_option_is_one_error_line(tmp_path, course, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notzip.zip").write_bytes(b"PK but not a zip")
+    make_zip(tmp_path / "canvas.zip", {"doejane_5_1_02_function.ipynb": tiny()})
+    (tmp_path / "folder" / "alice").mkdir(parents=True)
+    out = "folder/out" if args[0] == "folder" else "out"
+    code = main(["collect", *args, "--out", out, "--notebooks", str(course)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert message in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_collect_then_autograde_grades_the_notebook_late_by_the_lms_time(tmp_path):
+    from grading.sandbox import problem
+
+    solved = (REPO / "notebooks" / "02_function.ipynb").read_bytes()  # the instructor's: full marks
+    metadata = (
+        "submission_1:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '1815'\n    :email: ada@uni.edu\n"
+        "  :created_at: 2026-12-02 01:30:00.000000000 Z\n"
+    )
+    download = make_zip(
+        tmp_path / "gradescope.zip",
+        {"submission_metadata.yml": metadata.encode(), "submission_1/02_function.ipynb": solved},
+    )
+    submissions, grades = tmp_path / "submissions", tmp_path / "grades"
+    result = run_cli("collect", download, "--lms", "gradescope", "--out", submissions)
+    assert result.returncode == 0, result.stderr
+    unsafe = ["--unsafe-no-sandbox"] if problem() is not None else []
+    due = ["--due", "2026-12-01T23:59+00:00", "--late-penalty", "10%/day"]
+    result = run_cli("autograde", submissions, "--out", grades, "--workers", "1", *due, *unsafe)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with open(grades / "grades.csv", encoding="utf-8") as file:
+        (row,) = [r for r in csv.DictReader(file) if r["assignment"] == "02_function"]
+    assert row["student"] == "1815"
+    assert float(row["score"]) == float(row["max_score"]) > 0
+    assert float(row["late_by_hours"]) == pytest.approx(1.52, abs=0.01)  # 01:30 against 23:59 the day before
+    assert float(row["penalty"]) > 0
