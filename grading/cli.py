@@ -259,6 +259,10 @@ def cmd_export_grades(args):
     return 0
 
 
+def plural(count, noun):
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def cmd_collect(args):
     from .collect import collect
 
@@ -269,9 +273,9 @@ def cmd_collect(args):
         print(f"not placed: {row.file}: {row.note}", file=sys.stderr)
     students = len({row.student for row in result.placed})
     print(
-        f"{len(result.placed)} notebooks of {students} students in {args.out}; who is who: {result.roster}; "
-        f"what became of each file: {result.report}"
-        + (f"; {len(result.not_placed)} files not placed (above)" if result.not_placed else "")
+        f"{plural(len(result.placed), 'notebook')} of {plural(students, 'student')} in {args.out}; who is who: "
+        f"{result.roster}; what became of each file: {result.report}"
+        + (f"; {plural(len(result.not_placed), 'file')} not placed (above)" if result.not_placed else "")
     )
     return 1 if result.not_placed else 0
 

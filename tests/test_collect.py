@@ -278,7 +278,7 @@ def test_the_command_names_each_file_not_placed_on_stderr_and_exits_1(tmp_path, 
     assert code == 1
     assert "not placed: readme.txt: not named as Canvas names" in captured.err
     assert captured.err.count("\n") == 2  # the warning about times, and the one file
-    assert "1 notebooks of 1 students" in captured.out
+    assert "1 notebook of 1 student in" in captured.out and "1 file not placed" in captured.out
 
 
 @pytest.mark.parametrize(
