@@ -147,7 +147,12 @@ def zip_members(archive: zipfile.ZipFile) -> list:
 def folder_members(top) -> list:
     "The files under the folder `top` as Members, walked without entering a linked folder or reading a linked file."
     members = []
-    for root, dirs, files in os.walk(top):  # followlinks=False: a linked folder is listed, never entered
+
+    def unreadable(error):  # os.walk would skip a folder it cannot list without a word
+        where = os.path.relpath(error.filename, top).replace(os.sep, "/")
+        members.append(Member(where, problem=f"cannot be read ({error.strerror}): refused"))
+
+    for root, dirs, files in os.walk(top, onerror=unreadable):  # followlinks=False: a linked folder is not entered
         relative = os.path.relpath(root, top)
         prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
         dirs.sort()
@@ -157,7 +162,11 @@ def folder_members(top) -> list:
                 dirs.remove(name)
         for name in sorted(files):
             path = os.path.join(root, name)
-            info = os.lstat(path)
+            try:
+                info = os.lstat(path)
+            except OSError as error:
+                members.append(Member(prefix + name, problem=f"cannot be read ({error.strerror}): refused"))
+                continue
             problem = ""
             if stat.S_ISLNK(info.st_mode):
                 problem = "a symbolic link: refused (only the files themselves are collected)"

@@ -5,6 +5,7 @@ import csv
 import functools
 import os
 import shutil
+import stat
 import zipfile
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -213,7 +214,7 @@ def test_a_flat_folder_takes_either_layout_and_refuses_links(tmp_path, course):
     assert "cannot name a student's folder" in rows["'-eve/02_function.ipynb"]["note"]  # ' : grading.csvsafe
 
 
-def test_zip_members_outside_the_download_and_too_large_are_refused(tmp_path, course, monkeypatch):
+def test_zip_members_outside_the_download_links_and_too_large_ones_are_refused(tmp_path, course, monkeypatch):
     monkeypatch.setattr(downloads, "LIMIT", 50_000)
     download = make_zip(
         tmp_path / "flat.zip",
@@ -225,6 +226,10 @@ def test_zip_members_outside_the_download_and_too_large_are_refused(tmp_path, co
             "carol/02_function.ipynb": tiny(),
         },
     )
+    with zipfile.ZipFile(download, "a") as archive:  # a member that is a symbolic link (as `zip --symlinks` stores it)
+        link = zipfile.ZipInfo("dave/02_function.ipynb")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(link, str(REPO / "notebooks" / "02_function.ipynb"))
     out = tmp_path / "work" / "submissions"
     result = collect(download, "flat", out, notebooks_dir=course)
     written = [p for p in tmp_path.rglob("*.ipynb") if not p.is_relative_to(course)]
@@ -233,7 +238,8 @@ def test_zip_members_outside_the_download_and_too_large_are_refused(tmp_path, co
     for name in ("../../escaped/02_function.ipynb", "/etc/02_function.ipynb", "alice/../../02_function.ipynb"):
         assert "leads out of the download" in rows[name]["note"]
     assert "larger than" in rows["bob/02_function.ipynb"]["note"]
-    assert len(result.not_placed) == 4
+    assert "symbolic link" in rows["dave/02_function.ipynb"]["note"]
+    assert len(result.not_placed) == 5
 
 
 def test_notebooks_already_there_are_replaced_only_with_force(tmp_path, course):
