@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['TRACKED', 'NOTICE', 'add', 'sub', 'mul', 'div', 'matmul', 'neg', 'power', 'exp', 'log', 'reduce_sum', 'reduce_mean',
-           'reshape', 'transpose', 'index', 'backward', 'grad', 'zero_grad', 'detach', 'requires_grad_', 'retain_grad',
-           'enable_autograd', 'inputs_of', 'topological_order', 'accumulate', 'run_backward']
+           'reshape', 'transpose', 'index', 'masked_fill', 'backward', 'grad', 'zero_grad', 'detach', 'requires_grad_',
+           'retain_grad', 'enable_autograd', 'inputs_of', 'topological_order', 'accumulate', 'run_backward']
 
 # %% ../../notebooks/06_autograd.ipynb #c06-002
 import warnings
@@ -16,6 +16,7 @@ from tinytorch.core.elementwise import (
     DivBackward,
     ExpBackward,
     LogBackward,
+    MaskedFillBackward,
     MulBackward,
     NegBackward,
     PowBackward,
@@ -30,7 +31,7 @@ from tinytorch.core.reductions import (
     SumBackward,
     TransposeBackward,
 )
-from .tensor import Tensor, as_tuple
+from .tensor import Tensor, as_mask, transpose_axes
 
 # %% ../../notebooks/06_autograd.ipynb #c06-004
 _PLAIN = {}  # the plain Tensor methods of notebook 01, captured once, before patching
@@ -98,13 +99,18 @@ def reshape(a: Tensor, *shape: int) -> Tensor:
 
 
 def transpose(a: Tensor, *axes: int) -> Tensor:
-    axes = as_tuple(axes)
-    return attach(_PLAIN["transpose"](a, *axes), TransposeBackward, a, axes=axes)
+    axes = transpose_axes(a.ndim, axes)  # one full permutation, whichever form was used (notebook 01)
+    return attach(_PLAIN["transpose"](a, axes), TransposeBackward, a, axes=axes)
 
 
 def index(a: Tensor, where) -> Tensor:
     where = where.data if isinstance(where, Tensor) else where
     return attach(_PLAIN["__getitem__"](a, where), IndexBackward, a, index=where)
+
+
+def masked_fill(a: Tensor, mask, value: float) -> Tensor:
+    mask = as_mask(mask, a.shape)
+    return attach(_PLAIN["masked_fill"](a, mask, value), MaskedFillBackward, a, mask=mask)
 
 
 def _init(self, data, dtype=None, requires_grad=False):
@@ -140,6 +146,7 @@ TRACKED = {
     "reshape": reshape,
     "transpose": transpose,
     "__getitem__": index,
+    "masked_fill": masked_fill,
 }
 
 # %% ../../notebooks/06_autograd.ipynb #c06-010
@@ -162,6 +169,7 @@ def _seed_gradient(root, grad_output):
 
 
 _keep_retained = True  # False inside grad(), which touches no .grad
+_asked = {}  # inside grad(): id(rule) -> the gradient of the intermediate result that rule made, for each one asked
 
 
 def _own_copy(grad):
@@ -172,7 +180,10 @@ def _own_copy(grad):
 
 
 def _store_if_retained(function, grad):
-    "If the result `function` produced called retain_grad(), add its complete gradient to its `.grad`, as for a leaf."
+    """If the result `function` produced called retain_grad(), add its complete gradient to its `.grad`, as for a leaf;
+    if grad() asked for that result, keep the gradient for grad()."""
+    if id(function) in _asked:
+        _asked[id(function)] = grad
     retained = getattr(function, "retained_output", None)
     tensor = retained() if retained is not None else None  # a weak reference: the rule does not keep its result alive
     if tensor is not None and _keep_retained:
@@ -226,13 +237,18 @@ def grad(
     retain_graph: bool | None = None,
     create_graph: bool = False,
 ) -> list[Tensor | None]:
-    "Return the gradients of `output` with respect to `inputs` (leaf tensors) without touching any `.grad`."
+    """Return the gradients of `output` with respect to `inputs` without touching any `.grad`. An input may be a leaf
+    or an intermediate result; one that `output` does not depend on gets None."""
     global _keep_retained
     _keep_retained = False
+    made = [t for t in inputs if t._grad_fn is not None]  # intermediate results: their rule is handed their gradient
+    _asked.update((id(t._grad_fn), None) for t in made)
     try:
         found = {id(leaf): g for leaf, g in run_backward(output, grad_output, retain_graph, create_graph)}
+        found.update((id(t), _asked[id(t._grad_fn)]) for t in made)
     finally:
         _keep_retained = True
+        _asked.clear()
     return [found.get(id(t)) for t in inputs]
 
 

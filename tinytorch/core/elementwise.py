@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['unbroadcast', 'AddBackward', 'SubBackward', 'MulBackward', 'DivBackward', 'NegBackward', 'PowBackward', 'ExpBackward',
-           'LogBackward']
+           'LogBackward', 'MaskedFillBackward']
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-002
 import numpy as np
@@ -111,3 +111,14 @@ class LogBackward(Function):
         ### BEGIN SOLUTION
         return (grad_output / a,)
         ### END SOLUTION
+
+# %% ../../notebooks/04_elementwise.ipynb #c04-mask
+class MaskedFillBackward(Function):
+    "out = a.masked_fill(mask, value):  grad_a = g where the mask is False, 0 where it is True"
+
+    def __init__(self, a, mask):
+        super().__init__(a)
+        self.mask = mask  # boolean, broadcast to a's shape
+
+    def apply(self, grad_output):
+        return (grad_output.masked_fill(self.mask, 0.0),)
