@@ -617,10 +617,11 @@ def check_reference(run, runner, assignments, log):
             if failure is not None:
                 failures.append(f"{assignment}: {failure.removeprefix('not graded: ').split('. This is a fault')[0]}")
             elif result["score"] != result["max_score"] or result["note"]:
-                failures.append(
-                    f"{assignment}: {result['score']:g}/{result['max_score']:g}"
-                    + (f" ({result['note']})" if result["note"] else "")
-                )
+                failed = [
+                    f"{t}: {r['message'][:200]}" for t, r in result["tests"].items() if r["score"] < r["max_score"]
+                ]
+                why = "; ".join(([result["note"]] if result["note"] else []) + failed[:2])
+                failures.append(f"{assignment}: {result['score']:g}/{result['max_score']:g} ({why})")
             else:
                 record[assignment] = key
                 write_atomic(record_path, json.dumps(record, indent=1))

@@ -55,24 +55,48 @@ def changeable(qualname, named):
 
 
 def object_paths(named, number_of):
-    "{wire number: how the test's arguments reach that object ('b.data', 'params[0].grad')}, nearest first."
-    paths, seen = {}, set()
-    queue = deque((value, name) for name, value in named.items())
+    """{wire number: how the test's arguments reach that object ('b.data', 'params[0].grad')}, nearest first. Each
+    object keeps only a link to where it was reached from, so a graph 20,000 operations deep costs 20,000 links, not
+    20,000 ever longer strings; the path is spelled out when asked for (`PathTo`)."""
+    links, seen = {}, set()
+    queue = deque((value, None, name) for name, value in named.items())
     while queue:  # the grader's own objects only: as many as its tests made
-        value, path = queue.popleft()
+        value, parent, step = queue.popleft()
         if value is None or type(value) in (bool, int, float, str) or id(value) in seen:
             continue
         seen.add(id(value))
+        here = (parent, step)
         number = number_of.get(id(value))
         if number is not None:
-            paths.setdefault(number, path)
+            links.setdefault(number, here)
         if isinstance(value, (list, tuple)):
-            queue.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
+            queue.extend((item, here, f"[{i}]") for i, item in enumerate(value))
         elif isinstance(value, dict):
-            queue.extend((item, f"{path}[{key!r}]") for key, item in value.items())
+            queue.extend((item, here, f"[{key!r}]") for key, item in value.items())
         elif is_course_object(value):
-            queue.extend((item, f"{path}.{name}") for name, item in vars(value).items())
-    return paths
+            queue.extend((item, here, f".{name}") for name, item in vars(value).items())
+    return PathTo(links)
+
+
+class PathTo(dict):
+    "{wire number: link}; path(number) spells the way to it ('params[0].data')."
+
+    def get(self, number, default=None):
+        link = super().get(number)
+        if link is None:
+            return default
+        steps = []
+        while link is not None:
+            link, step = link
+            steps.append(step)
+        path = "".join(reversed(steps))
+        return path if len(path) <= 120 else f"{steps[-1]}...{path[-100:]}"  # deep in a graph: its ends
+
+    def __getitem__(self, number):
+        path = self.get(number)
+        if path is None:
+            raise KeyError(number)
+        return path
 
 
 def is_course_object(value):
