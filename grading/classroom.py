@@ -388,7 +388,8 @@ def make_class(kit, out, grades=None):
                     "solution-PowBackward",
                     "import signal\n"
                     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                    "signal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
+                    "signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                    "signal.signal(signal.SIGPROF, signal.SIG_IGN)\nwhile True:\n    pass",
                 ),
             ),
             losing("pow_backward"),
