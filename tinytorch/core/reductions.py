@@ -105,6 +105,7 @@ class MeanBackward(Function):
         (x,) = self.saved_tensors
         shape = kept_shape(x.shape, self.axis)
         count = x.size // max(int(np.prod(shape)), 1)
+        count = max(count, 1)  # an empty x (an empty batch) gives 0: its gradient is empty anyway, but 1.0 / 0 fails
         ### BEGIN SOLUTION
         return (grad_output.reshape(shape) * np.ones(x.shape, dtype=grad_output.dtype) / count,)
         ### END SOLUTION

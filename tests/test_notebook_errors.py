@@ -1,0 +1,61 @@
+"""Errors that readers found in the notebooks' given code and text (issue 23, point 5; issue 24, point 2), each pinned
+by a check that would have caught it: the given code run in the other ways a student may write the exercise, and the
+text's claims held against what the code does."""
+
+from pathlib import Path
+
+import numpy as np
+
+from grading.notebooks import read_notebook
+from tinytorch.core import reductions
+from tinytorch.core.gradcheck import check_backward
+from tinytorch.core.reductions import MeanBackward
+from tinytorch.core.tensor import Tensor
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def cell_source(notebook, cell_id):
+    "The source of the cell with this id in notebooks/<notebook>.ipynb."
+    nb = read_notebook(NOTEBOOKS / f"{notebook}.ipynb")
+    return next(cell.source for cell in nb.cells if cell.get("id") == cell_id)
+
+
+def notebook_text(notebook):
+    "All the cells of notebooks/<notebook>.ipynb, one string."
+    return "\n".join(cell.source for cell in read_notebook(NOTEBOOKS / f"{notebook}.ipynb").cells)
+
+
+def with_solution(source, solution):
+    "A cell's source with the lines between its solution markers replaced by `solution` (indented like them)."
+    lines = source.splitlines()
+    begin = next(i for i, line in enumerate(lines) if "### BEGIN SOLUTION" in line)
+    end = next(i for i, line in enumerate(lines) if "### END SOLUTION" in line)
+    indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
+    return "\n".join(lines[:begin] + [indent + line for line in solution.splitlines()] + lines[end + 1 :])
+
+
+def mean_backward_written_as(solution):
+    "Notebook 05's given MeanBackward with `solution` as the student's part."
+    namespace = dict(vars(reductions))
+    exec(with_solution(cell_source("05_matmul_and_reductions", "c05-024"), solution), namespace)
+    return namespace["MeanBackward"]
+
+
+def test_mean_backward_written_as_a_product_with_one_over_count_is_right_on_every_shape_and_an_empty_batch():
+    alternative = mean_backward_written_as(
+        "spread = grad_output.reshape(shape) * np.ones(x.shape, dtype=grad_output.dtype)\n"
+        "return (spread * (1.0 / count),)"
+    )
+    rng = np.random.default_rng(5)
+    for axis in [None, 0, 2, -2, (0, 1)]:
+        for keepdims in [False, True]:
+            assert check_backward(alternative, np.mean, [rng.normal(size=(2, 3, 4))], axis=axis, keepdims=keepdims)
+    assert check_backward(alternative, np.mean, [np.zeros((0, 3))], axis=1)  # the hidden test's empty batch
+
+
+def test_mean_backward_on_an_empty_batch_gives_an_empty_gradient_for_every_axis():
+    x = Tensor(np.zeros((0, 3)), requires_grad=True)
+    for axis, out_shape in [(1, (0,)), (0, (3,)), (None, ())]:
+        (grad,) = MeanBackward(x, axis=axis).apply(Tensor(np.ones(out_shape)))
+        assert np.asarray(getattr(grad, "data", grad)).shape == (0, 3)
