@@ -59,3 +59,9 @@ def test_mean_backward_on_an_empty_batch_gives_an_empty_gradient_for_every_axis(
     for axis, out_shape in [(1, (0,)), (0, (3,)), (None, ())]:
         (grad,) = MeanBackward(x, axis=axis).apply(Tensor(np.ones(out_shape)))
         assert np.asarray(getattr(grad, "data", grad)).shape == (0, 3)
+
+
+def test_notebook_12_does_not_call_im2col_a_copy_free_view():
+    text = notebook_text("12_conv")
+    assert "no copy" not in text, "im2col's rows are a copy of about kh·kw times the input; only the windows are a view"
+    assert "recomputes" in text, "the text says that the backward recomputes the rows rather than saving them"
