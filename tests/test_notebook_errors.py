@@ -8,6 +8,7 @@ import numpy as np
 
 from grading.notebooks import read_notebook
 from tinytorch.core import reductions
+from tinytorch.core.autograd import enable_autograd
 from tinytorch.core.gradcheck import check_backward
 from tinytorch.core.reductions import MeanBackward
 from tinytorch.core.tensor import Tensor
@@ -65,3 +66,23 @@ def test_notebook_12_does_not_call_im2col_a_copy_free_view():
     text = notebook_text("12_conv")
     assert "no copy" not in text, "im2col's rows are a copy of about kh·kw times the input; only the windows are a view"
     assert "recomputes" in text, "the text says that the backward recomputes the rows rather than saving them"
+
+
+def test_notebook_11_gives_the_real_training_time_and_prints_the_training_accuracy_beside_the_test_accuracy():
+    text = notebook_text("11_training")
+    assert "a few seconds" not in text
+    assert "evaluate(model, X_train, y_train)" in cell_source("11_training", "c11-learned")
+
+
+def test_an_update_in_place_is_harmless_after_backward_and_wrong_between_forward_and_backward_as_10_says():
+    enable_autograd()
+    assert "between" in cell_source("10_optimizers", "c10-000")
+    x, w = Tensor(np.array([2.0]), requires_grad=True), Tensor(np.array([3.0]), requires_grad=True)
+    (x * w).sum().backward()
+    w.data -= 1.0  # step() after backward(): the gradient computed stays that of the loss
+    assert x.grad.data[0] == 3.0
+    x.grad = None
+    loss = (x * w).sum()
+    w.data -= 1.0  # between forward and backward: the rule reads the new value
+    loss.backward()
+    assert x.grad.data[0] == 1.0, "the text says a rule reads .data when it runs; if not, correct notebook 10"
