@@ -10,6 +10,7 @@ from grading.notebooks import read_notebook
 from tinytorch.core import reductions
 from tinytorch.core.autograd import enable_autograd
 from tinytorch.core.gradcheck import check_backward
+from tinytorch.core.nn import Linear
 from tinytorch.core.reductions import MeanBackward
 from tinytorch.core.tensor import Tensor
 
@@ -86,3 +87,10 @@ def test_an_update_in_place_is_harmless_after_backward_and_wrong_between_forward
     w.data -= 1.0  # between forward and backward: the rule reads the new value
     loss.backward()
     assert x.grad.data[0] == 1.0, "the text says a rule reads .data when it runs; if not, correct notebook 10"
+
+
+def test_linear_weights_have_the_standard_deviation_notebook_09_gives_one_over_root_three_fan_in():
+    assert "1/(3n)" in cell_source("09_nn", "c09-006")
+    fan_in = 256
+    std = Linear(fan_in, 256, seed=0).weight.data.std()
+    assert abs(std / (1 / np.sqrt(3 * fan_in)) - 1) < 0.1, std
