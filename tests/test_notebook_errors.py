@@ -94,3 +94,8 @@ def test_linear_weights_have_the_standard_deviation_notebook_09_gives_one_over_r
     fan_in = 256
     std = Linear(fan_in, 256, seed=0).weight.data.std()
     assert abs(std / (1 / np.sqrt(3 * fan_in)) - 1) < 0.1, std
+
+
+def test_notebook_03_lists_no_mistake_that_its_given_code_rules_out():
+    # The given code makes `flat` itself (a view), so a student cannot make it with flatten().
+    assert "flatten()" not in cell_source("03_gradcheck", "c03-004")
