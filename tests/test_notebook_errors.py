@@ -99,3 +99,19 @@ def test_linear_weights_have_the_standard_deviation_notebook_09_gives_one_over_r
 def test_notebook_03_lists_no_mistake_that_its_given_code_rules_out():
     # The given code makes `flat` itself (a view), so a student cannot make it with flatten().
     assert "flatten()" not in cell_source("03_gradcheck", "c03-004")
+
+
+def test_draw_graph_tells_two_leaves_of_one_shape_apart_by_the_names_given_and_06_gives_them():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from tinytorch.core.viz import draw_graph
+
+    enable_autograd()
+    x, y = Tensor(2.0, requires_grad=True), Tensor(3.0, requires_grad=True)
+    product = x * y
+    figure = draw_graph(product + x, names={"x": x, "y": y, "product": product})
+    labels = [t.get_text() for ax in figure.axes for t in ax.texts]
+    assert "x\n()" in labels and "y\n()" in labels and "product\nMulBackward" in labels, labels
+    assert "leaf\n()" not in labels
+    assert 'names={"x": x, "y": y}' in cell_source("06_autograd", "c06-026")

@@ -47,15 +47,21 @@ def _layers(order):
     return depth
 
 
-def node_label(t):
-    name = type(t._grad_fn).__name__ if t._grad_fn is not None else "leaf"
-    return f"{name}\n{t.shape}" if t._grad_fn is None else name
+def node_label(t, names=None):
+    "A box's text: the caller's name for t (from `names`, {id: name}) or its rule, `leaf` for an input; a leaf's shape."
+    rule = type(t._grad_fn).__name__ if t._grad_fn is not None else "leaf"
+    name = (names or {}).get(id(t))
+    if t._grad_fn is None:
+        return f"{name or rule}\n{t.shape}"
+    return f"{name}\n{rule}" if name else rule
 
 
-def draw_graph(root, ax=None):
-    "Draw the computation graph of `root` with matplotlib; return the figure."
+def draw_graph(root, ax=None, names=None):
+    """Draw the computation graph of `root` with matplotlib; return the figure. `names` ({"x": x, ...}) labels those
+    tensors with the caller's names, so that leaves of the same shape can be told apart."""
     import matplotlib.pyplot as plt
 
+    names = {id(t): name for name, t in (names or {}).items()}
     order, edges = graph_edges(root)
     depth = _layers(order)
     columns = max(depth.values(), default=0) + 1
@@ -84,7 +90,7 @@ def draw_graph(root, ax=None):
         ax.text(
             x,
             y,
-            node_label(t),
+            node_label(t, names),
             ha="center",
             va="center",
             fontsize=9,
