@@ -101,19 +101,26 @@ def interpreter():
     return os.path.abspath(sys.executable)
 
 
+STARTUP_PATH = tuple(sys.path)  # as the grader's Python started: the grader adds the reference package later
+
+
 def _outside_repo(path):
-    "A folder of the project's own source (the answer key) never enters the sandbox, except a venv kept inside it."
+    """A folder of a course's source (the answer key) never enters the sandbox: the project's folder (except a venv
+    kept inside it), and any folder that holds a course (its settings.ini: a kit, the grader's reference export)."""
     from .notebooks import REPO
 
     real, repo, prefix = os.path.realpath(path), os.path.realpath(REPO), os.path.realpath(sys.prefix)
+    if os.path.exists(os.path.join(real, "settings.ini")):
+        return False
     inside = real == repo or real.startswith(repo + os.sep)
     return not inside or real == prefix or real.startswith(prefix + os.sep)
 
 
 def search_path():
-    """The folders on the grader's sys.path that its Python would not find by itself in the sandbox (`-I` ignores
-    PYTHONPATH and the user's site-packages): the sandbox's Python puts them on its path (grading.worker)."""
-    return [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p) and _outside_repo(p)]
+    """The folders on the grader's sys.path, as its Python started, that its Python would not find by itself in the
+    sandbox (`-I` ignores PYTHONPATH and the user's site-packages): the sandbox's Python puts them on its path
+    (grading.worker). Never what the grader put on its path since (the reference package it grades with)."""
+    return [p for p in STARTUP_PATH if p and os.path.isabs(p) and os.path.isdir(p) and _outside_repo(p)]
 
 
 def python_dirs():

@@ -33,7 +33,7 @@ from .errors import GraderFault, GradingError
 from .ownership import check_changes, named_arguments, object_paths, signature_of
 
 GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
-BACKSTOP = 2  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
+BACKSTOP = 1  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
 CALLBACK_MB = 64  # the most one of the student's calls of a grader's function may make the grader compute on
 STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start and say hello
 RESTARTS = 5  # times a crashed or hung worker is started again

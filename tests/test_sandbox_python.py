@@ -47,3 +47,16 @@ def test_the_grader_s_own_packages_import_inside_the_sandbox():
     result = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == sys.prefix
+
+
+def test_a_folder_the_grader_puts_on_its_path_later_never_enters_the_sandbox(tmp_path, monkeypatch):
+    "The job puts the reference package (its nbs/ holds the instructor's notebooks) on sys.path before the worker starts."
+    reference = tmp_path / "reference"
+    (reference / "nbs").mkdir(parents=True)
+    (reference / "settings.ini").write_text("[DEFAULT]\n")
+    monkeypatch.setattr(sys, "path", [str(reference), *sys.path])
+    assert str(reference) not in sandbox.search_path() and str(reference) not in sandbox.python_dirs()
+    monkeypatch.setattr(sandbox, "STARTUP_PATH", (str(reference), *sandbox.STARTUP_PATH))
+    assert str(reference) not in sandbox.search_path(), "a folder holding a course is refused wherever it comes from"
+    argv = sandbox.command(["python"], binds=[])
+    assert not any(str(tmp_path) in a for a in argv)
