@@ -631,8 +631,9 @@ def check_reference(run, runner, assignments, log):
         raise GradingError(
             "the grading environment is broken: the instructor's own solution does not earn full marks here, so "
             f"nothing was graded. {'; '.join(failures[:3])[:1500]}. Check that the Python running the grader "
-            f'({sandbox.interpreter()}) has the course installed (pip install -e ".[dev]") and that the limits '
-            "(--cell-timeout, --memory-mb) are not too small; grading/README.md, 'Where it runs', lists what grading needs"
+            f'({sandbox.interpreter()}) has the course installed (pip install -e ".[dev]"), that the limits '
+            "(--cell-timeout, --memory-mb) are not too small, and that no test cell was changed so that the solution "
+            "itself fails it; grading/README.md, 'Where it runs', lists what grading needs"
         )
 
 

@@ -144,7 +144,8 @@ import os as _os, tinytorch as _tinytorch
 _core = _os.path.join(_os.path.dirname(_tinytorch.__file__), "core")
 for _name in sorted(_os.listdir(_core)):
     if _name.endswith(".py"):
-        print("LEAKED", _name, open(_os.path.join(_core, _name)).read())
+        _lines = open(_os.path.join(_core, _name)).read().splitlines()  # the lines an answer would be on
+        print("LEAKED", _name, [_l for _l in _lines if "grad_output" in _l or "stack.append" in _l][:200])
 """
 
 WRITE_GRADES = """

@@ -294,15 +294,22 @@ def test_regrading_after_a_hidden_test_is_fixed_changes_only_that_test(graded_cl
     (cell,) = [
         c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "add_backward_hidden"
     ]
-    # the instructor "fixes" add_backward_hidden: it now also checks something every student gets wrong
-    cell.source = cell.source.replace("### END HIDDEN TESTS", "assert False, 'a stricter check'\n### END HIDDEN TESTS")
+    source = cell.source
+    # a "fix" that the instructor's own solution fails is refused by the reference check: nobody is re-graded
+    cell.source = source.replace("### END HIDDEN TESTS", "assert False, 'a stricter check'\n### END HIDDEN TESTS")
+    write_notebook(nb, path)
+    refused = run_cli("autograde", subs, "--out", out, *OPTIONS, "--notebooks", tmp_path / "notebooks")
+    assert refused.returncode == 2 and "add_backward_hidden: AssertionError: a stricter check" in refused.stderr
+    assert json.loads((out / "gradebook.json").read_text()) == before
+    # the instructor fixes add_backward_hidden: a check that every solution passes, but a changed cell
+    cell.source = source.replace("### END HIDDEN TESTS", "assert True, 'a stricter check'\n### END HIDDEN TESTS")
     write_notebook(nb, path)
     again = run_cli("autograde", subs, "--out", out, *OPTIONS, "--notebooks", tmp_path / "notebooks")
     assert "re-graded add_backward_hidden; other tests kept their scores" in again.stdout, again.stdout
     after = json.loads((out / "gradebook.json").read_text())
     for student in ["alice", "carol"]:
         old, new = before[student][ELEMENTWISE]["tests"], after[student][ELEMENTWISE]["tests"]
-        assert new["add_backward_hidden"]["score"] == 0 < old["add_backward_hidden"]["score"]
+        assert new["add_backward_hidden"]["score"] == old["add_backward_hidden"]["score"]
         assert {t: v for t, v in new.items() if t != "add_backward_hidden"} == {
             t: v for t, v in old.items() if t != "add_backward_hidden"
         }
