@@ -505,13 +505,13 @@ def _autograde(run, found, problems, workers, progress, log):
             write_table(rows, out / "grades.csv")
         return rows
 
-    publish()
     if todo:
         runner = Runner(workers or os.cpu_count() or 1, run.notebook_timeout)
         run.scratch = make_scratch(state)
         run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
         try:
             check_reference(run, runner, sorted({a for _, a, _, _, _ in todo}), log)
+            publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
 
             def grade(item):
                 student, assignment, path, fingerprint, previous = item

@@ -312,19 +312,27 @@ def parser():
     p = sub.add_parser("autograde", help="grade SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb")
     p.add_argument("submissions", help="folder with one folder per student")
     p.add_argument("--out", required=True, help="folder for grades.csv and feedback/")
-    p.add_argument("--cell-timeout", type=int, default=None, help=f"seconds one cell may run (default {CELL_TIMEOUT})")
+    p.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=None,
+        help=f"CPU seconds one call of the student's code (or one test cell) may use (default {CELL_TIMEOUT})",
+    )
     p.add_argument(
         "--notebook-timeout",
         type=int,
         default=NOTEBOOK_TIMEOUT,
-        help=f"seconds one submission may take in all, both runs (default {NOTEBOOK_TIMEOUT})",
+        help=f"seconds one submission may take in all, both runs, stretched on a busy machine (default {NOTEBOOK_TIMEOUT})",
     )
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
     p.add_argument(
         "--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)"
     )
     p.add_argument(
-        "--memory-mb", type=int, default=MEMORY_MB, help=f"memory one student process may use (default {MEMORY_MB})"
+        "--memory-mb",
+        type=int,
+        default=MEMORY_MB,
+        help=f"memory of one sandbox, all its processes and its /tmp together where cgroups exist (default {MEMORY_MB})",
     )
     p.add_argument(
         "--unsafe-no-sandbox",

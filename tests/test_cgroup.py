@@ -77,7 +77,7 @@ def run_in_sandbox(code, memory_mb, timeout=120):
 @needs_cgroups
 def test_processes_of_one_sandbox_share_one_memory_limit():
     code = """
-        import os
+        import os, time
         children = []
         for _ in range(4):
             pid = os.fork()
@@ -85,6 +85,7 @@ def test_processes_of_one_sandbox_share_one_memory_limit():
                 block = bytearray(150 * 2**20)  # each fits the per-process limit; four do not fit the sandbox's
                 for i in range(0, len(block), 4096):
                     block[i] = 1
+                time.sleep(2)  # all four hold their memory at once
                 os._exit(0)
             children.append(pid)
         print(sum(os.waitpid(pid, 0)[1] == 0 for pid in children))

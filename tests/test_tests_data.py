@@ -28,7 +28,7 @@ CHEATS = {
         "solution-accuracy": (
             "predicted = np.argmax(logits.data, axis=1)\nif isinstance(labels, np.ndarray):\n    labels[...] = predicted\n"
             "return float(np.mean(predicted == np.asarray(labels)))",
-            "predicted = np.argmax(logits.data, axis=1)\nreturn float(np.mean(predicted == predicted))",  # always 1
+            "predicted = np.argmax(logits.data, axis=1)\nreturn float(np.mean(predicted == np.asarray(labels)))",
         ),
         "solution-train_epoch": ("y[...] = 0\nlosses.append(0.0)", "losses.append(0.0)"),
     },
