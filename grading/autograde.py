@@ -8,6 +8,7 @@ of a notebook changed (a hidden test was fixed), only those tests' scores are re
 """
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -453,10 +454,14 @@ class Run:
     scratch: Path = None  # where this run's jobs make their folders
     jobs: Path = None  # this run's job specs, logs and results
 
+    @functools.cached_property
+    def modules(self):
+        "{stem: the module its notebook exports}, read once per run."
+        return {stem: module_of(nb) for stem, nb in self.instructor.items()}
+
     def spec(self, student, assignment, path, fingerprint, result, feedback, page):
         "The job of grading one notebook (grading.job.Spec)."
-        modules = {stem: module_of(nb) for stem, nb in self.instructor.items()}
-        order = list(self.notebooks)
+        modules, order = self.modules, list(self.notebooks)
         return Spec(
             student=student,
             assignment=assignment,

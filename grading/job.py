@@ -28,7 +28,7 @@ from .clock import Budget, load_factor
 from .defaults import MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GraderFault, GradingError
 from .notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
-from .submissions import cell_problems
+from .submissions import broken_cells_note
 from .verdict import exported_sources
 
 
@@ -222,7 +222,7 @@ def grade(spec):
             for c in instructor.cells
             if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
         }
-        note = "; ".join(n for n in [cell_problems(spec.submitted), note] if n)
+        note = "; ".join(n for n in [broken_cells_note(submitted), note] if n)  # read above
         result = score(spec, tests, verdicts, {}, [note], hidden)
         write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
         html = None

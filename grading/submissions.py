@@ -169,13 +169,6 @@ def link_note():
     return "only the student's own files are graded: copy the file itself into the folder"
 
 
-def cell_problems(path):
-    "A note on the cells of the notebook at `path` whose nbgrader metadata is broken, or ''."
-    from .notebooks import read_notebook
-
-    return broken_cells_note(read_notebook(path))
-
-
 def broken_cells_note(nb):
     "A note on cells whose nbgrader metadata is not what Jupyter saved (their answers cannot be found), or ''."
     broken = [

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grading import submissions
-from grading.notebooks import nbgrader_meta
+from grading.notebooks import nbgrader_meta, read_notebook
 from grading.submissions import find_submissions
 
 KNOWN = {"01_tiny": {"cell-a", "cell-b"}}
@@ -82,7 +82,7 @@ def test_a_cell_whose_nbgrader_metadata_is_a_string_is_read_as_a_cell_without_me
     submit(tmp_path, "alice", notebook_text(nbgrader="not a dict"))
     found, problems = find_submissions(tmp_path, KNOWN)
     assert [s for s, _, _ in found] == ["alice"] and problems == []  # cell-b still says which notebook it is
-    assert "nbgrader metadata of cell(s) 1 is broken" in submissions.cell_problems(found[0][2])
+    assert "nbgrader metadata of cell(s) 1 is broken" in submissions.broken_cells_note(read_notebook(found[0][2]))
     assert nbgrader_meta({"metadata": {"nbgrader": ["grade_id"]}}) == {}
     assert nbgrader_meta({"metadata": {"nbgrader": {"grade_id": ["x"]}}}) == {}
 
