@@ -515,6 +515,8 @@ def _autograde(run, found, problems, workers, progress, log):
         run.scratch = make_scratch(state)
         run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
         try:
+            for assignment in sorted({a for _, a, _, _, _ in todo}):
+                feedback_course(state, assignment)  # here, once: not by each job's thread at the same time
             check_reference(run, runner, sorted({a for _, a, _, _, _ in todo}), log)
             publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
 

@@ -5,6 +5,7 @@ import io
 import logging
 import shutil
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -79,6 +80,9 @@ def gradebook(db_url):
             yield gb
 
 
+NBGRADER_CALL = threading.Lock()
+
+
 class Course:
     "An nbgrader course folder: source/<assignment>/<assignment>.ipynb, the gradebook, submitted/, autograded/."
 
@@ -99,7 +103,8 @@ class Course:
         return self._api
 
     def _call(self, what, method, *args, **kwargs):
-        with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+        # redirect_stderr swaps the process's sys.stderr: two threads doing it at once could leave it swapped for good
+        with NBGRADER_CALL, contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings (its ORM use), nothing of ours
             result = getattr(self.api, method)(*args, **kwargs)
         if not result.get("success"):

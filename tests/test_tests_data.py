@@ -85,5 +85,6 @@ def graded(kit, tmp_path_factory):
 def test_changing_the_tests_data_earns_no_more_than_the_honest_wrong_answer(graded, notebook):
     cheat, twin = graded["cheat"][notebook], graded["twin"][notebook]
     assert cheat["score"] <= twin["score"], (cheat["score"], twin["score"])
-    messages = " ".join(test["message"] for test in cheat["tests"].values())
+    # a test's message, or the run's note when the change was caught in a given cell (11's `fit` trains the model)
+    messages = " ".join([cheat["note"], *(test["message"] for test in cheat["tests"].values())])
     assert "in place" in messages, messages[:2000]
