@@ -30,6 +30,7 @@ from .feedback import publish as publish_feedback
 from .job import Spec, digest, manual_note, manual_points, test_cells
 from .late import Policy, assess
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic, write_notebook
+from .page import install_mathjax, plain_notebook
 from .release import check_sources, kit_settings
 from .runner import Runner, load_result
 from .submissions import find_submissions as read_folder
@@ -38,7 +39,7 @@ from .variant import read_secret, variant_id
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points"]
 LATE_COLUMNS = ["submitted_at", "late_by_hours", "penalty", "final_score"]  # score stays the autograded score
 SECRET_FILE = ".grading-secret"  # in OUT, outside OUT/.grading (which is remade when the notebooks change)
-GRADER_VERSION = "4"  # part of every result's fingerprint: bump it when grading itself changes
+GRADER_VERSION = "5"  # part of every result's fingerprint: bump it when grading itself changes
 
 
 @dataclass
@@ -218,8 +219,16 @@ def result_path(out, student, assignment):
 
 
 def page_path(out, student, assignment):
-    "nbgrader's run of the notebook, kept so that the feedback page can be written again under another policy."
-    return Path(out) / "results" / student / f"{assignment}.notebook.html"
+    "nbgrader's run of the notebook (JSON), kept so that the feedback page can be written again under another policy."
+    return Path(out) / "results" / student / f"{assignment}.notebook.ipynb"
+
+
+def kept_notebook(path):
+    "The notebook a job kept at `path` (page_path), as grading.page.plain_notebook reads it; None if there is none."
+    try:
+        return plain_notebook(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, GradingError):
+        return None
 
 
 def feedback_path(out, student, assignment):
@@ -231,10 +240,9 @@ def refeedback(out, result, policy):
     if result.get("feedback", "full") == policy or result.get("problem"):
         return result
     student, assignment = result["student"], result["assignment"]
-    page = page_path(out, student, assignment)
-    text = page.read_text() if page.exists() else None
+    notebook = kept_notebook(page_path(out, student, assignment))
     extra = manual_note(result.get("manual_points", 0))
-    publish_feedback(feedback_path(out, student, assignment), text, assignment, result, policy, extra)
+    publish_feedback(feedback_path(out, student, assignment), notebook, assignment, result, policy, extra)
     result = dict(result, feedback=policy)
     write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
     return result
@@ -496,6 +504,8 @@ def _autograde(run, found, problems, workers, progress, log):
     tests = {stem: test_cells(nb) for stem, nb in instructor.items()}
     late = {(s, a): assess(run.policies.late, a, path, run.policies.now) for s, a, path in found}
     log_policies(run.policies, out, found, log)
+    if run.policies.feedback != "none":
+        install_mathjax(out / "feedback")  # the pages' maths, offline (grading.page)
     done, todo = plan_run(run, found, tests)
     if done:
         log(f"{len(done)} submissions already graded (unchanged since): kept")

@@ -16,17 +16,14 @@ from .errors import GradingError
 
 
 def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
-    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
         CheckCellMetadata,
-        GetGrades,
         IgnorePattern,
         LimitOutput,
         SaveAutoGrades,
     )
-
-    from .feedback import HideHiddenTests
 
     c = Config()
     if sandboxed:  # nbgrader's list, with our Execute (output capped, a dead kernel survived); in the sandbox
@@ -46,7 +43,6 @@ def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
     c.CourseDirectory.db_url = f"sqlite:///{Path(root) / 'gradebook.db'}"
     c.ExecutePreprocessor.timeout = cell_timeout
     c.Execute.timeout = cell_timeout
-    c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
     return c
 
 
@@ -139,9 +135,9 @@ class Course:
         "Run the submission; the kernel's environment (where tinytorch is, the sandbox) is the caller's to set."
         self._call(f"grade {student}/{assignment}", "autograde", assignment, student, force=True, create=True)
 
-    def feedback(self, assignment, student):
-        self._call(f"write feedback for {student}/{assignment}", "generate_feedback", assignment, student, force=True)
-        return self.root / "feedback" / student / assignment / f"{assignment}.html"
+    def autograded(self, assignment, student):
+        "The notebook as autograde ran it (outputs included); the feedback page is made from it (grading.page)."
+        return self.root / "autograded" / student / assignment / f"{assignment}.ipynb"
 
     def scores(self, assignment, student):
         "{test grade id: (score, max_score)} and the notebook's (score, max_score)."

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_notebook
 
 from .errors import GradingError
 from .notebooks import HIDDEN_BEGIN, HIDDEN_END, write_atomic
@@ -63,10 +64,13 @@ def banner(assignment, result, policy, extra=""):
     )
 
 
-def publish(path, page, assignment, result, policy, extra=""):
+def publish(path, notebook, assignment, result, policy, extra=""):
     """Write the student's feedback page at `path` under `policy` ('full', 'summary' or 'none': no page, and an
-    earlier run's page is removed). `page` is nbgrader's run of the notebook (HTML), or None when there is none;
-    `extra` is HTML put at the end of the banner."""
+    earlier run's page is removed). `notebook` is nbgrader's run of the notebook (grading.page.plain_notebook), or
+    None when there is none; `extra` is HTML put at the end of the banner. The page shows the verdict's scores only:
+    nbgrader's own score of the run is not on it."""
+    from .page import render
+
     path = Path(path)
     if policy not in POLICIES:
         raise GradingError(f"--feedback {policy!r}: expected one of {', '.join(POLICIES)}.")
@@ -74,5 +78,4 @@ def publish(path, page, assignment, result, policy, extra=""):
         path.unlink(missing_ok=True)
         return
     top = banner(assignment, result, policy, extra)
-    page = page if page is not None else "<html><body></body></html>"
-    write_atomic(path, page.replace("<body>", "<body>" + top, 1) if "<body>" in page else top + page)
+    write_atomic(path, render(notebook if notebook is not None else new_notebook(), assignment, top))

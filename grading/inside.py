@@ -2,9 +2,9 @@
 
 The sandbox holds the student version of the course (`/course`: the release notebooks and their gradebook, with no
 solutions and no hidden tests), the student's notebook (`/submission.ipynb`) and package (`/student`). nbgrader runs
-the notebook here, kernel included, in a private /tmp, and this prints one JSON line: the feedback page and
-nbgrader's score per test. Whatever the student's code does to this process can only change that line, which is
-shown to that student and never counted.
+the notebook here, kernel included, in a private /tmp, and this prints one JSON line: the notebook as it ran (JSON,
+not HTML: the grader makes the page, grading.page) and nbgrader's score per test. Whatever the student's code does to
+this process can only change that line, which is shown to that student and never counted.
 """
 
 import json
@@ -23,6 +23,6 @@ def main(argv=None):
     course.submit(student, assignment, Path("/submission.ipynb"))
     course.autograde(assignment, student)
     tests, _ = course.scores(assignment, student)
-    page = Path(course.feedback(assignment, student)).read_text()
-    print(json.dumps({"html": page, "tests": tests}))
+    notebook = json.loads(course.autograded(assignment, student).read_text())
+    print(json.dumps({"notebook": notebook, "tests": tests}))
     return 0

@@ -8,7 +8,8 @@ outlives its time limit. What it does, in a fresh folder of its own (mode 0700; 
    worker (grading.worker, grading.sandbox) that returns plain data only;
 3. runs the student's notebook with nbgrader, all of it inside a second sandbox, against the *student version* of
    the notebook (no solutions, no hidden tests inside), for the feedback page the student reads;
-4. writes the feedback and the result (a JSON file, written to a temporary name and renamed).
+4. writes the feedback page (grading.page: made here from the notebook as it ran, sanitised) and the result (a JSON
+   file, written to a temporary name and renamed).
 """
 
 import copy
@@ -23,6 +24,8 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import nbformat
 
 from .clock import Budget, load_factor
 from .defaults import MEMORY_MB, NOTEBOOK_TIMEOUT
@@ -120,15 +123,16 @@ def build_package(spec, nb, target):
 # -- 3. nbgrader, for the feedback, inside the sandbox ---------------------------------------------------------------
 
 FAULT = 3  # the job's exit status when the grader (not the student's code) failed: the row is not graded
-FEEDBACK_LIMIT = 20 * 2**20  # bytes of feedback (HTML and scores) read back from the sandbox
+FEEDBACK_LIMIT = 20 * 2**20  # bytes of feedback (the notebook as it ran, and scores) read back from the sandbox
 
 
 def nbgrader_run(spec, package, budget):
     """Run nbgrader on the student's notebook inside a sandbox that holds the student version of the course (made
-    from the release: no solutions, no hidden tests) and the student's package; return (feedback HTML, {test id:
-    (score, max_score)}). Only the JSON it prints comes out, and it is only shown to the student: the score is the
-    verdict's."""
+    from the release: no solutions, no hidden tests) and the student's package; return (the notebook as it ran, as
+    grading.page.plain_notebook keeps it, {test id: (score, max_score)}). Only the JSON it prints comes out, and it is
+    only shown to the student: the score is the verdict's."""
     from . import sandbox
+    from .page import plain_notebook
 
     binds = [
         (Path(spec.feedback_course), "/course"),
@@ -169,8 +173,8 @@ def nbgrader_run(spec, package, budget):
         raise GradingError("the notebook run printed more than 20 MB")
     try:
         report = json.loads(text.decode(errors="replace").strip().splitlines()[-1])
-        html, tests = (
-            str(report["html"]),
+        notebook, tests = (
+            plain_notebook(report["notebook"]),
             {str(k): (float(v[0] or 0), float(v[1] or 0)) for k, v in dict(report["tests"]).items()},
         )
     except (ValueError, KeyError, IndexError, TypeError):
@@ -179,7 +183,7 @@ def nbgrader_run(spec, package, budget):
         print("\n".join(lines[-40:]), file=sys.stderr)  # the job's log
         cause = lines[-1].strip()[:200] if lines else f"exit {process.returncode}"
         raise GradingError(f"nbgrader could not run the notebook ({cause})") from None
-    return html, tests
+    return notebook, tests
 
 
 # -- 4. Putting it together ------------------------------------------------------------------------------------------
@@ -225,17 +229,17 @@ def grade(spec):
         note = "; ".join(n for n in [broken_cells_note(submitted), note] if n)  # read above
         result = score(spec, tests, verdicts, {}, [note], hidden)
         write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
-        html = None
+        notebook = None
         try:
-            html, nbgrader_tests = nbgrader_run(spec, package, Budget(spec.notebook_timeout / 2))
+            notebook, nbgrader_tests = nbgrader_run(spec, package, Budget(spec.notebook_timeout / 2))
         except GradingError as error:
             nbgrader_tests = {}
             note = "; ".join(n for n in [note, f"no feedback: {error}"] if n)
         result = score(spec, tests, verdicts, nbgrader_tests, [note], hidden)
         result["manual_points"] = manual_points(instructor)
-        if html is not None and spec.page:
-            write_atomic(spec.page, html)
-        write_feedback(html, spec, result)
+        if notebook is not None and spec.page:
+            write_atomic(spec.page, nbformat.writes(notebook))
+        write_feedback(notebook, spec, result)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     write_atomic(spec.result, json.dumps(result, indent=1))
@@ -278,12 +282,17 @@ def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
     }
 
 
-def write_feedback(page, spec, result):
+def write_feedback(notebook, spec, result):
     "The feedback page (grading.feedback, under the run's policy): the verdict at the top, then nbgrader's run."
     from .feedback import publish
 
     publish(
-        spec.feedback, page, spec.assignment, result, spec.feedback_policy, manual_note(result.get("manual_points", 0))
+        spec.feedback,
+        notebook,
+        spec.assignment,
+        result,
+        spec.feedback_policy,
+        manual_note(result.get("manual_points", 0)),
     )
 
 

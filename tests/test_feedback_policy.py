@@ -4,6 +4,7 @@ with one real autograde run: variants recorded per student, pages rewritten unde
 import csv
 import json
 
+import nbformat
 import pytest
 
 from conftest import REPO, run_cli
@@ -36,7 +37,7 @@ GRADED = result(
     module=(0, 1, "AssertionError: visible message"),
     module_hidden=(2, 2, ""),
 )
-PAGE = "<html><body><p>the notebook as it ran</p></body></html>"
+PAGE = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("the notebook as it ran")])
 
 
 def test_full_shows_every_test_and_its_message(tmp_path):
@@ -66,7 +67,7 @@ def test_a_kept_result_gets_its_page_again_under_a_new_policy(tmp_path):
     kept = dict(GRADED, feedback="full")
     result_path(tmp_path, "ada", "09_nn").parent.mkdir(parents=True)
     result_path(tmp_path, "ada", "09_nn").write_text(json.dumps(kept))
-    page_path(tmp_path, "ada", "09_nn").write_text(PAGE)
+    page_path(tmp_path, "ada", "09_nn").write_text(nbformat.writes(PAGE))
     again = refeedback(tmp_path, kept, "summary")
     page = (tmp_path / "feedback" / "ada" / "09_nn.html").read_text()
     assert again["feedback"] == "summary" and "hidden tests: 1 of 2 passed" in page and "the notebook as it" in page

@@ -1,0 +1,222 @@
+"""The student's feedback page, made here (in the grader's process) from the notebook as nbgrader ran it.
+
+What comes out of the sandbox is data: the executed notebook as JSON. `plain_notebook` keeps only the fields a page
+shows (cell sources, outputs of known types, the nbgrader flag that marks a test cell), `render` turns that into
+HTML with nbconvert, and everything that came from the notebook is sanitised (`sanitise`: no script, no event
+attribute, no javascript: link, no frame; images only as inline PNG, JPEG or GIF). The page's own scripts are
+MathJax, loaded from a copy beside the pages (`install_mathjax`), so maths shows without a network.
+"""
+
+import secrets
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from .errors import GradingError
+
+# -- What crosses: the executed notebook, as plain data --------------------------------------------------------------
+
+SHOWN_MIME_TYPES = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif")
+OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
+
+
+def text(value, what):
+    "A notebook's multiline string: a str, or a list of str joined."
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(part, str) for part in value):
+        return "".join(value)
+    raise GradingError(f"the notebook run returned a {what} that is not text")
+
+
+def plain_output(output):
+    """One output, only its shown fields: a stream's text, a result's data of known types (None if it has none), an
+    error's message."""
+    if not isinstance(output, dict) or output.get("output_type") not in OUTPUT_TYPES:
+        raise GradingError("the notebook run returned an output of an unknown type")
+    kind = output["output_type"]
+    if kind == "stream":
+        name = "stderr" if output.get("name") == "stderr" else "stdout"
+        return nbformat.v4.new_output("stream", name=name, text=text(output.get("text", ""), "stream"))
+    if kind == "error":
+        traceback = [text(line, "traceback") for line in output.get("traceback", [])]
+        return nbformat.v4.new_output(
+            "error",
+            ename=text(output.get("ename", ""), "error name"),
+            evalue=text(output.get("evalue", ""), "error message"),
+            traceback=traceback,
+        )
+    data = output.get("data", {})
+    if not isinstance(data, dict):
+        raise GradingError("the notebook run returned an output whose data is not a mapping")
+    shown = {mime: text(value, mime) for mime, value in data.items() if mime in SHOWN_MIME_TYPES}
+    return nbformat.v4.new_output("display_data", data=shown) if shown else None
+
+
+def plain_cell(cell):
+    "One cell: its type, source, the nbgrader flag of a test cell (`grade`) and, for code, its outputs and count."
+    if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+        raise GradingError("the notebook run returned a cell of an unknown type")
+    source = text(cell.get("source", ""), "cell source")
+    meta = cell.get("metadata", {})
+    nbgrader = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+    metadata = {"nbgrader": {"grade": True}} if isinstance(nbgrader, dict) and nbgrader.get("grade") is True else {}
+    if cell["cell_type"] == "markdown":
+        return nbformat.v4.new_markdown_cell(source, metadata=metadata)
+    if cell["cell_type"] == "raw":
+        return nbformat.v4.new_raw_cell(source, metadata=metadata)
+    outputs = cell.get("outputs", [])
+    if not isinstance(outputs, list):
+        raise GradingError("the notebook run returned a cell whose outputs are not a list")
+    shown = [output for output in map(plain_output, outputs) if output is not None]
+    count = cell.get("execution_count")
+    count = count if isinstance(count, int) and not isinstance(count, bool) else None
+    return nbformat.v4.new_code_cell(source, metadata=metadata, outputs=shown, execution_count=count)
+
+
+def plain_notebook(data):
+    """A new notebook holding only what the page shows of `data` (the executed notebook, JSON from the sandbox):
+    no notebook metadata, no widget state, no attachments, no output of another type. GradingError if it is not one."""
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list):
+        raise GradingError("the notebook run returned no notebook")
+    nb = nbformat.v4.new_notebook(cells=[plain_cell(c) for c in cells])
+    nb.metadata = {"language_info": {"name": "python"}}
+    return nb
+
+
+# -- The page ---------------------------------------------------------------------------------------------------------
+
+MATHJAX_FOLDER = ".mathjax"  # in OUT/feedback: no student's folder starts with '.' (grading.submissions.name_problem)
+MATHJAX_URL = f"../{MATHJAX_FOLDER}/MathJax.js"  # from OUT/feedback/<student>/<assignment>.html
+
+# MathJax 2 with SVG output and the STIX-Web glyphs that jupyter_server_mathjax ships (SVG needs no web font, which
+# browsers refuse to load from file://); Safe.js refuses \href{javascript:...} and the like in the student's maths.
+MATHJAX = f"""<script type="text/x-mathjax-config">
+MathJax.Hub.Config({{
+  "HTML-CSS": {{availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null}},
+  tex2jax: {{inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]],
+            processEscapes: true, processEnvironments: true}},
+  showMathMenu: false,
+  messageStyle: "none"
+}});
+</script>
+<script src="{MATHJAX_URL}?config=TeX-AMS-MML_HTMLorMML-full,Safe"></script>"""
+
+# nbconvert's JupyterLab page without its network scripts (require.js, MathJax and mermaid from a CDN, widgets),
+# with our MathJax, and with the cells between two markers so that they, and only they, are sanitised.
+TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{{ resources.page_mathjax }}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block body_loop -%}{{ resources.cells_begin }}{{ super() }}{{ resources.cells_end }}{%- endblock body_loop -%}
+"""
+
+
+def exporter():
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    from .feedback import HideHiddenTests
+
+    html = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({"feedback.html.j2": TEMPLATE})],
+        template_file="feedback.html.j2",
+    )
+    html.register_preprocessor(HideHiddenTests(), enabled=True)
+    return html
+
+
+def render(nb, title, banner):
+    """The page: nbconvert's rendering of `nb` (from plain_notebook) with its cells sanitised, `banner` (the
+    grader's own HTML: the verdict) above them."""
+    begin, end = (f"<!--{secrets.token_hex(16)}-->" for _ in range(2))  # nothing in the notebook can hold them
+    resources = {"metadata": {"name": title}, "page_mathjax": MATHJAX, "cells_begin": begin, "cells_end": end}
+    page, _ = exporter().from_notebook_node(nb, resources=resources)
+    head, rest = page.split(begin)
+    cells, tail = rest.split(end)
+    return head + banner + sanitise(cells) + tail
+
+
+# -- Sanitising -------------------------------------------------------------------------------------------------------
+
+ALLOWED_TAGS = {
+    *("div", "span", "p", "br", "hr", "pre", "code", "kbd", "samp", "blockquote", "a", "img"),
+    *("h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "dl", "dt", "dd", "details", "summary"),
+    *("b", "i", "em", "strong", "u", "s", "del", "ins", "sub", "sup", "small", "mark", "abbr", "cite", "q"),
+    *("table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "colgroup", "col"),
+}
+DROPPED_WITH_CONTENT = (
+    *("script", "style", "noscript", "template", "textarea", "title"),
+    *("iframe", "frame", "object", "embed", "svg", "math"),
+)
+SHOWN_IMAGES = ("data:image/png;base64,", "data:image/jpeg;base64,", "data:image/gif;base64,")
+ALWAYS_ALLOWED_ATTRIBUTES = ("class", "title", "lang", "dir")
+ALLOWED_ATTRIBUTES = {
+    "a": ("href",),
+    "img": ("src", "alt", "width", "height"),
+    "td": ("colspan", "rowspan", "align"),
+    "th": ("colspan", "rowspan", "align", "scope"),
+    "ol": ("start",),
+    **{f"h{n}": ("id",) for n in range(1, 7)},  # nbconvert's anchors for headings
+}
+
+
+def allowed_attribute(tag, name, value):
+    "bleach's attribute filter: a short list per tag, links only to the web or the page, images only inline."
+    if name in ALWAYS_ALLOWED_ATTRIBUTES:
+        return True
+    if name not in ALLOWED_ATTRIBUTES.get(tag, ()):
+        return False
+    if name == "src":
+        return value.startswith(SHOWN_IMAGES)
+    if name == "href":
+        return value.startswith(("http://", "https://", "mailto:", "#"))
+    return True
+
+
+def sanitise(fragment):
+    """`fragment` (HTML made from the student's notebook) with only the tags and attributes of ALLOWED_TAGS and
+    allowed_attribute: bleach decides what is allowed; the elements of DROPPED_WITH_CONTENT lose their text too."""
+    import bleach
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(fragment, "html.parser")
+    for element in soup.find_all(DROPPED_WITH_CONTENT):
+        element.decompose()
+    cleaner = bleach.Cleaner(
+        tags=ALLOWED_TAGS,
+        attributes=allowed_attribute,
+        protocols={"http", "https", "mailto", "data"},
+        strip=True,
+        strip_comments=True,
+    )
+    return cleaner.clean(str(soup))
+
+
+# -- MathJax beside the pages -----------------------------------------------------------------------------------------
+
+
+def mathjax_source():
+    "MathJax 2 as the package jupyter_server_mathjax installs it (a dependency of the course's grading tools)."
+    import jupyter_server_mathjax
+
+    return Path(jupyter_server_mathjax.__file__).parent / "static"
+
+
+def install_mathjax(feedback_folder):
+    "Copy MathJax into `feedback_folder` (OUT/feedback), where every page's MATHJAX_URL finds it; once per version."
+    import jupyter_server_mathjax
+
+    target = Path(feedback_folder) / MATHJAX_FOLDER
+    stamp = target / "version"
+    version = getattr(jupyter_server_mathjax, "__version__", "unknown")
+    if stamp.exists() and stamp.read_text() == version:
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(mathjax_source(), target)
+    stamp.write_text(version)
+    return target

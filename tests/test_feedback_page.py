@@ -1,0 +1,299 @@
+"""The student's feedback page (grading.page): made by the grader from the notebook as it ran (JSON out of the
+sandbox), sanitised, with the verdict's score only, and its maths typeset offline by a MathJax beside the pages."""
+
+import base64
+import io
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import run_cli
+from grading.errors import GradingError
+from grading.feedback import PLACEHOLDER, publish
+from grading.notebooks import read_notebook, write_notebook
+from grading.page import MATHJAX_FOLDER, MATHJAX_URL, install_mathjax, plain_notebook, render, sanitise
+
+ATTACKS = (
+    "<script>alert(1)</script>",
+    "<img src=x onerror=alert(2)>",
+    '<a href="javascript:alert(3)">javascript link</a>',
+    '<a href=" JaVaScRiPt:alert(4)">spaced link</a>',
+    '<iframe src="https://example.com/frame"></iframe>',
+    '<iframe srcdoc="<script>alert(5)</script>"></iframe>',
+    "<svg onload=alert(6)><circle r=1></circle></svg>",
+    '<object data="https://example.com/x.swf"></object><embed src="https://example.com/y">',
+    '<a href="data:text/html,<script>alert(7)</script>">data link</a>',
+    '<img src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoOCk+">',
+    '<meta http-equiv="refresh" content="0;url=https://example.com"><base href="https://example.com/">',
+    '<link rel="stylesheet" href="https://example.com/x.css"><style>body { display: none }</style>',
+    '<div style="background: url(javascript:alert(9))" onmouseover="alert(10)">styled</div>',
+    '<form action="https://example.com"><button formaction="javascript:alert(11)">go</button></form>',
+    "</div></div></main></body><script>alert(12)</script><div><table><tr><td>unclosed",
+)
+EVIL = "\n".join(ATTACKS)
+BANNER = '<div id="tinytorch-score"><h2>13_embedding: 0 / 4</h2></div>'
+
+
+def png():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1, 4, 9])
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+PNG = png()
+
+
+def executed(*cells):
+    "A notebook as nbgrader's run hands it back (JSON data), through plain_notebook as the grader reads it."
+    return plain_notebook(json.loads(nbformat.writes(nbformat.v4.new_notebook(cells=list(cells)))))
+
+
+def display(mime, value):
+    return nbformat.v4.new_output("display_data", data={mime: value})
+
+
+def attacked_notebook():
+    "The attacks in every place a student's notebook can carry HTML, beside honest outputs."
+    return executed(
+        nbformat.v4.new_markdown_cell(
+            "# Derivatives\nThe slope of $x^2$ is $2x$.\n\n| x | y |\n|---|---|\n| 1 | 2 |\n"
+        ),
+        nbformat.v4.new_markdown_cell(EVIL + "\n\n[markdown link](javascript:alert(13))"),
+        nbformat.v4.new_code_cell(
+            "show()",
+            outputs=[
+                nbformat.v4.new_output("stream", name="stdout", text="loss 0.25\n" + EVIL),
+                display("text/html", EVIL + "<table><tr><th>epoch</th></tr><tr><td>honest table</td></tr></table>"),
+                display("text/markdown", EVIL),
+                display("text/latex", r"$$\href{javascript:alert(14)}{x}$$"),
+                display("image/png", PNG),
+                display("application/javascript", "alert(15)"),
+                nbformat.v4.new_output("error", ename="ValueError", evalue=EVIL, traceback=["ValueError: " + EVIL]),
+            ],
+        ),
+    )
+
+
+class Elements(HTMLParser):
+    "Every element of a page with its attributes, and the text inside each <script>."
+
+    def __init__(self, page):
+        super().__init__()
+        self.elements, self.scripts, self._in_script = [], [], False
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+        if tag == "script":
+            self.scripts.append([dict(attrs), ""])
+            self._in_script = True
+
+    def handle_endtag(self, tag):
+        self._in_script = self._in_script and tag != "script"
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1][1] += data
+
+
+def dangers(page):
+    "What in `page` could run code, load something from elsewhere or leave the page: should be nothing."
+    found = []
+    for tag, attrs in Elements(page).elements:
+        if tag in ("iframe", "frame", "object", "embed", "svg", "base", "meta", "link", "form", "button", "style"):
+            found.append(tag)
+        for name, value in attrs.items():
+            value = re.sub(r"\s", "", value or "").lower()
+            if name.startswith("on") or name in ("style", "formaction", "srcdoc"):
+                found.append(f"{tag} {name}")
+            if name == "src" and not value.startswith("data:image/png;base64,"):
+                found.append(f"{tag} src={value[:40]}")  # loads from elsewhere, or runs
+            if (
+                name in ("href", "action")
+                and ":" in value
+                and not value.startswith(("http:", "https:", "mailto:", "#"))
+            ):
+                found.append(f"{tag} {name}={value[:40]}")
+    return found
+
+
+def our_scripts(page):
+    "The page's scripts: only the MathJax configuration and MathJax itself, nothing with a student's text."
+    return [(attrs.get("type") or attrs.get("src"), text) for attrs, text in Elements(page).scripts]
+
+
+def test_no_attack_survives_in_any_part_of_the_notebook():
+    page = render(attacked_notebook(), "13_embedding", BANNER)
+    cells = page.split(BANNER)[1]
+    assert dangers(cells) == []
+    assert [kind for kind, _ in our_scripts(page)] == [
+        "text/x-mathjax-config",
+        f"{MATHJAX_URL}?config=TeX-AMS-MML_HTMLorMML-full,Safe",
+    ]
+    assert "alert" not in "".join(text for _, text in our_scripts(page))
+    assert not re.search(r"<(script|iframe|svg|object|embed|style)\b", cells, re.I), "as elements, not as text"
+    assert "alert(15)" not in page, "an application/javascript output is not shown at all"
+
+
+def test_honest_outputs_still_show():
+    page = render(attacked_notebook(), "13_embedding", BANNER)
+    images = [a["src"] for tag, a in Elements(page).elements if tag == "img" and a.get("src")]
+    assert images == [f"data:image/png;base64,{PNG}"], "the matplotlib picture, and only it"
+    assert "honest table" in page and "<th>epoch</th>" in page and "<td>1</td>" in page, "HTML and markdown tables"
+    assert "loss 0.25" in page and "ValueError" in page and "The slope of $x^2$ is $2x$." in page
+    assert page.index(BANNER) < page.index("Derivatives"), "the verdict comes first"
+
+
+def test_the_page_loads_no_script_from_the_network_and_mathjax_is_beside_it(tmp_path):
+    page = render(attacked_notebook(), "13_embedding", BANNER)
+    sources = [attrs["src"] for attrs, _ in Elements(page).scripts if attrs.get("src")]
+    assert sources and not [s for s in sources if re.match(r"(https?:)?//", s)]
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page.split(BANNER)[0]), "the head links nothing"
+    feedback = tmp_path / "feedback"
+    install_mathjax(feedback)
+    for source in sources:
+        assert (feedback / "ada" / source.split("?")[0]).resolve().is_file(), source
+    for needed in ("config/TeX-AMS-MML_HTMLorMML-full.js", "config/Safe.js", "extensions/Safe.js"):
+        assert (feedback / MATHJAX_FOLDER / needed).is_file(), needed
+    (feedback / MATHJAX_FOLDER / "MathJax.js").unlink()
+    install_mathjax(feedback)
+    assert not (feedback / MATHJAX_FOLDER / "MathJax.js").exists(), "copied once per version, not at every run"
+
+
+def test_hidden_test_code_is_replaced_and_a_traceback_cut_to_its_message():
+    test = nbformat.v4.new_code_cell(
+        "assert visible()\n### BEGIN HIDDEN TESTS\nassert secret_case()\n### END HIDDEN TESTS\n",
+        metadata={"nbgrader": {"grade": True, "grade_id": "t", "points": 2}},
+        outputs=[nbformat.v4.new_output("error", ename="AssertionError", evalue="wrong", traceback=["frame 1", "x"])],
+    )
+    page = render(executed(test), "01_tensor", BANNER)
+    assert "secret_case" not in page and PLACEHOLDER[2:] in page
+    assert "frame 1" not in page and "AssertionError: wrong" in page
+
+
+def test_only_the_verdicts_score_is_on_the_page(tmp_path):
+    "nbgrader's run gave the (empty) hidden test full points; the page has the verdict and no score of nbgrader's."
+    hidden = nbformat.v4.new_code_cell(
+        "# (hidden tests)", metadata={"nbgrader": {"grade": True, "grade_id": "h", "points": 2.0, "score": 2.0}}
+    )
+    result = {
+        "tests": {"h": {"score": 0.0, "max_score": 2.0, "message": "wrong gradient", "hidden": True}},
+        "score": 0.0,
+        "max_score": 2.0,
+        "note": "",
+    }
+    publish(tmp_path / "p.html", executed(hidden), "13_embedding", result, "full")
+    page = (tmp_path / "p.html").read_text()
+    assert "13_embedding: 0 / 2" in page and "wrong gradient" in page
+    assert "Score:" not in page and not re.search(r"\b2(\.0)? / 2(\.0)?\b", page)
+
+
+def test_plain_notebook_keeps_only_what_a_page_shows():
+    data = json.loads(nbformat.writes(attacked_notebook()))
+    data["metadata"] = {"widgets": {"state": "<script>alert(16)</script>"}, "title": "<script>alert(17)</script>"}
+    data["cells"][0]["attachments"] = {"x.png": {"image/png": PNG}}
+    data["cells"][2]["outputs"].append({"output_type": "display_data", "data": {"text/html": ["<b>", "list"]}})
+    data["cells"][2]["execution_count"] = 3
+    nb = plain_notebook(data)
+    assert nb.metadata == {"language_info": {"name": "python"}} and "attachments" not in nb.cells[0]
+    assert nb.cells[2].execution_count == 3 and "In\xa0[3]:" in render(nb, "13_embedding", BANNER)
+    mimes = {m for c in nb.cells for o in c.get("outputs", []) for m in o.get("data", {})}
+    assert "application/javascript" not in mimes and nb.cells[2].outputs[-1].data["text/html"] == "<b>list"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        {"cells": "not a list"},
+        {"cells": [{"cell_type": "widget", "source": ""}]},
+        {"cells": [{"cell_type": "code", "source": 7}]},
+        {"cells": [{"cell_type": "code", "source": "", "outputs": [{"output_type": "update_display_data"}]}]},
+        {"cells": [{"cell_type": "code", "source": "", "outputs": [{"output_type": "display_data", "data": []}]}]},
+        {"cells": [{"cell_type": "code", "source": "", "outputs": [{"output_type": "stream", "text": {"a": 1}}]}]},
+    ],
+)
+def test_plain_notebook_refuses_what_is_not_a_notebook(data):
+    with pytest.raises(GradingError, match="the notebook run returned"):
+        plain_notebook(data)
+
+
+def test_sanitise_keeps_links_to_the_web_and_to_the_page():
+    kept = sanitise('<a href="https://example.com/docs">docs</a> <a href="#Derivatives">up</a> <h2 id="x">x</h2>')
+    assert kept == '<a href="https://example.com/docs">docs</a> <a href="#Derivatives">up</a> <h2 id="x">x</h2>'
+    assert sanitise('<div id="tinytorch-score">fake</div>') == "<div>fake</div>", "a student's div takes no id"
+
+
+# -- In a browser, offline ---------------------------------------------------------------------------------------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install chromium)")
+def test_in_a_browser_offline_nothing_runs_the_maths_is_typeset_and_the_picture_shows(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    path = tmp_path / "feedback" / "ada" / "13_embedding.html"
+    path.parent.mkdir(parents=True)
+    path.write_text(render(attacked_notebook(), "13_embedding", BANNER))
+    install_mathjax(tmp_path / "feedback")
+    dialogs, remote = [], []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            page.route(re.compile(r"^https?://"), lambda route: (remote.append(route.request.url), route.abort()))
+            page.goto(path.as_uri())
+            page.wait_for_selector(".MathJax", timeout=60_000)  # MathJax's own element: the maths was typeset
+            page.wait_for_timeout(1000)
+            typeset = page.locator(".MathJax").count()
+            picture_width = page.evaluate("[...document.images].filter(i => i.src.startsWith('data:'))[0].naturalWidth")
+        finally:
+            browser.close()
+    assert dialogs == [] and remote == []
+    assert typeset >= 2 and picture_width > 100
+
+
+# -- One real run: the sandbox hands back the notebook, the grader makes the page ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def attacked_run(kit, tmp_path_factory):
+    "mallory hands in 13_embedding untouched, with a markdown cell and a scratch cell that print the attacks."
+    root = tmp_path_factory.mktemp("page")
+    nb = read_notebook(kit / "13_embedding" / "13_embedding.ipynb")
+    nb.cells.append(nbformat.v4.new_markdown_cell(EVIL + "\n\nMaths: $\\nabla f$"))
+    nb.cells.append(nbformat.v4.new_code_cell(f"from IPython.display import HTML, display\ndisplay(HTML({EVIL!r}))"))
+    write_notebook(nb, root / "submissions" / "mallory" / "13_embedding" / "13_embedding.ipynb")
+    out = root / "grades"
+    result = run_cli("autograde", root / "submissions", "--out", out)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_a_graded_page_is_sanitised_and_shows_the_verdict_only(attacked_run):
+    out = attacked_run
+    page = (out / "feedback" / "mallory" / "13_embedding.html").read_text()
+    book = json.loads((out / "gradebook.json").read_text())["mallory"]["13_embedding"]
+    assert book["score"] == 0 and f"13_embedding: 0 / {book['max_score']:g}" in page
+    assert "Score:" not in page and not re.search(r"\d\.0 / \d+\.0", page), "no score of nbgrader's run"
+    cells = page.split('id="tinytorch-score"')[1]
+    assert dangers(cells) == [] and "javascript link" in cells and "Maths: $\\nabla f$" in cells
+    assert len(our_scripts(page)) == 2 and (out / "feedback" / MATHJAX_FOLDER / "MathJax.js").is_file()
+    kept = out / "results" / "mallory" / "13_embedding.notebook.ipynb"
+    assert nbformat.reads(kept.read_text(), 4).cells[-1].outputs, "the notebook as it ran is kept, as JSON"
+    assert not list(out.rglob("*.notebook.html")), "no page comes out of the sandbox"
+    assert "### BEGIN HIDDEN TESTS" not in page
