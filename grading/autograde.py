@@ -185,11 +185,17 @@ def feedback_course(state, assignment):
     return folder
 
 
-def make_scratch(state):
+def make_scratch(state, student_user=None):
     """Where this run's jobs make their folders (each job's own is mode 0700): a new one per run, inside the grading
-    folder, so that what a killed run left is removed by the next run (runs into one folder take turns)."""
+    folder, so that what a killed run left is removed by the next run (runs into one folder take turns). With a
+    student user (grading.sandbox), under /tmp instead, mode 0711: the user may pass through to its own job's folder
+    (grading.job.open_to_student_user), whose random name it cannot list, and never into the grading folder."""
     for stale in [*state.glob("scratch-*"), *state.glob("jobs-*")]:
         shutil.rmtree(stale, ignore_errors=True)
+    if student_user:
+        scratch = Path(tempfile.mkdtemp(prefix="tinytorch-scratch-"))
+        scratch.chmod(0o711)
+        return scratch
     return Path(tempfile.mkdtemp(prefix="scratch-", dir=state))
 
 
@@ -379,14 +385,19 @@ def autograde(
     feedback="full",
     late=None,
     now=None,
+    student_user=None,
 ):
     """Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/.
     `secret_file`: the course secret the hidden tests' variants come from (default OUT/.grading-secret, made on first
-    use); `feedback`: full, summary or none (grading.feedback); `late`: a grading.late.Policy; `now`: its clock."""
+    use); `feedback`: full, summary or none (grading.feedback); `late`: a grading.late.Policy; `now`: its clock;
+    `student_user`: where bwrap cannot run, the user the students' code runs as (grading.sandbox; one job at a time)."""
     log = log or (lambda message: None)
     if feedback not in POLICIES:
         raise GradingError(f"--feedback {feedback!r}: expected one of {', '.join(POLICIES)}.")
-    sandboxed = sandbox.check(unsafe=unsafe_no_sandbox)
+    isolation = sandbox.isolation(unsafe_no_sandbox, student_user)
+    if isolation == "user":
+        log(f"bubblewrap cannot run here ({sandbox.problem()}): students' code runs as user {student_user}")
+        workers = 1  # kill(-1) as that user ends every sandbox's leftovers: one sandbox at a time
     notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
     notebooks = course_notebooks(notebooks_dir)
     check_sources(notebooks)
@@ -405,11 +416,12 @@ def autograde(
             out / ".grading",
             notebooks,
             instructor,
-            sandboxed,
+            isolation == "bwrap",
             policies,
             cell_timeout=cell_timeout or CELL_TIMEOUT,
             notebook_timeout=notebook_timeout,
             memory_mb=memory_mb,
+            student_user=student_user if isolation == "user" else "",
         )
         return _autograde(run, found, problems, workers, progress, log)
 
@@ -459,6 +471,7 @@ class Run:
     cell_timeout: int = CELL_TIMEOUT
     notebook_timeout: int = NOTEBOOK_TIMEOUT
     memory_mb: int = MEMORY_MB
+    student_user: str = ""  # where bwrap cannot run, the user students' code runs as (grading.sandbox)
     scratch: Path = None  # where this run's jobs make their folders
     jobs: Path = None  # this run's job specs, logs and results
 
@@ -488,6 +501,7 @@ class Run:
             cell_timeout=self.cell_timeout,
             notebook_timeout=self.notebook_timeout,
             sandboxed=self.sandboxed,
+            student_user=self.student_user,
             memory_mb=self.memory_mb,
             fingerprint=fingerprint,
             variant=variant_id(self.policies.secret, student, assignment),
@@ -522,7 +536,7 @@ def _autograde(run, found, problems, workers, progress, log):
 
     if todo:
         runner = Runner(workers or os.cpu_count() or 1, run.notebook_timeout)
-        run.scratch = make_scratch(state)
+        run.scratch = make_scratch(state, run.student_user)
         run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
         try:
             for assignment in sorted({a for _, a, _, _, _ in todo}):
@@ -659,5 +673,6 @@ def environment_key(run):
     import site
 
     packages = [os.stat(p).st_mtime_ns for p in site.getsitepackages() if os.path.isdir(p)]
-    parts = [GRADER_VERSION, sys.executable, sys.prefix, run.sandboxed, run.cell_timeout, run.memory_mb, packages]
+    limits = [run.sandboxed, run.student_user, run.cell_timeout, run.memory_mb]
+    parts = [GRADER_VERSION, sys.executable, sys.prefix, *limits, packages]
     return digest(json.dumps(parts, default=str))

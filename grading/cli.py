@@ -84,6 +84,7 @@ def cmd_autograde(args):
         secret_file=args.secret_file,
         feedback=args.feedback,
         late=late_policy(args),
+        student_user=args.student_user,
     )
     print_table(rows)
     failed = [r for r in rows if r.problem]
@@ -110,6 +111,14 @@ def warn_if_unsafe(args):
             "do not trust only in a sandbox (see grading/README.md).",
             file=sys.stderr,
         )
+
+
+def cmd_gradescope(args):
+    from .gradescope import build
+
+    path = build(args.out, args.assignment, args.secret_file, args.late_penalty, args.hidden_visibility)
+    print(f"Gradescope autograder written to {path}: upload it as the programming assignment's autograder")
+    return 0
 
 
 def print_outputs(out):
@@ -340,6 +349,13 @@ def parser():
         help="grade even where bubblewrap cannot run (students' code then runs with your permissions)",
     )
     p.add_argument(
+        "--student-user",
+        default=None,
+        metavar="USER",
+        help="where bubblewrap cannot run, grade as root with students' code run as this unprivileged user, one "
+        "submission at a time (for a machine that grades nothing else, such as Gradescope's container)",
+    )
+    p.add_argument(
         "--secret-file",
         default=None,
         help="the course secret the hidden tests' per-student inputs come from (default OUT/.grading-secret, "
@@ -441,6 +457,20 @@ def parser():
         "repository), to tell hidden tests from visible ones",
     )
     p.set_defaults(run=cmd_export_grades)
+    p = sub.add_parser("gradescope", help="the Gradescope autograder zip: setup.sh, run_autograder and the course")
+    p.add_argument("--out", required=True, help="the zip to write (upload it as the assignment's autograder)")
+    p.add_argument("--assignment", action="append", default=None, help="grade only this notebook (repeatable)")
+    p.add_argument(
+        "--secret-file", default=None, help="the course secret of your autograde runs, so hidden inputs agree"
+    )
+    p.add_argument("--late-penalty", default="none", help="as for autograde; the due date is Gradescope's")
+    p.add_argument(
+        "--hidden-visibility",
+        default="after_published",
+        metavar="VISIBILITY",
+        help="Gradescope visibility of hidden tests: hidden, after_due_date, after_published (default), visible",
+    )
+    p.set_defaults(run=cmd_gradescope)
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")
     p.add_argument("--out", default="demo-output", help="folder for everything it makes (default demo-output)")
     p.set_defaults(run=cmd_demo)

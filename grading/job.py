@@ -53,7 +53,8 @@ class Spec:
     feedback_course: str  # the nbgrader course made from the student version (for the feedback run)
     cell_timeout: int = 120
     notebook_timeout: int = NOTEBOOK_TIMEOUT
-    sandboxed: bool = True  # False only with --unsafe-no-sandbox
+    sandboxed: bool = True  # False where bwrap cannot run: then as student_user, or (--unsafe-no-sandbox) as the grader
+    student_user: str = ""  # the unprivileged user the student's code runs as where bwrap cannot run (grading.sandbox)
     memory_mb: int = MEMORY_MB
     fingerprint: dict = field(default_factory=dict)
     variant: str = ""  # this submission's variant of the hidden tests (grading.variant); never the secret
@@ -203,9 +204,28 @@ def manual_points(instructor):
     return sum(float(nbgrader_meta(c).get("points", 0)) for c in instructor.cells if is_manual_answer(c))
 
 
+def open_to_student_user(workdir):
+    """The student-user fallback (grading.sandbox): the job's folder, under a scratch folder the user cannot list, is
+    opened for passing through, and its package and worker files for reading; nothing in it for writing."""
+    os.chmod(workdir, 0o711)
+    for folder, dirs, files in os.walk(workdir):
+        for name in dirs:
+            os.chmod(os.path.join(folder, name), 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+
+
+def isolation_of(spec):
+    if spec.sandboxed:
+        return "sandbox"
+    return f"user {spec.student_user} (no bubblewrap here)" if spec.student_user else "none (--unsafe-no-sandbox)"
+
+
 def grade(spec):
+    from . import sandbox
     from .verdict import grade_cells
 
+    sandbox.use_student_user(spec.student_user if not spec.sandboxed else None)
     instructor = read_notebook(spec.instructor)
     submitted = read_notebook(spec.submitted)
     released = read_notebook(spec.released)
@@ -218,6 +238,9 @@ def grade(spec):
         restored = restored_notebook(instructor, submitted, released)
         build_package(spec, restored, package)
         (workdir / "runner").mkdir()
+        if spec.student_user and not spec.sandboxed:
+            os.umask(0o022)  # the worker's files that grade_cells copies in are readable too
+            open_to_student_user(workdir)
         verdicts, note = grade_cells(
             instructor, restored, spec, package, Path(spec.reference), workdir / "runner", spec.sandboxed, budget
         )
@@ -229,9 +252,10 @@ def grade(spec):
         note = "; ".join(n for n in [broken_cells_note(submitted), note] if n)  # read above
         result = score(spec, tests, verdicts, {}, [note], hidden)
         write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
-        notebook = None
+        notebook, nbgrader_tests = None, {}
         try:
-            notebook, nbgrader_tests = nbgrader_run(spec, package, Budget(spec.notebook_timeout / 2))
+            if spec.sandboxed or not spec.student_user:  # the feedback run needs bwrap's view of /course: not as a user
+                notebook, nbgrader_tests = nbgrader_run(spec, package, Budget(spec.notebook_timeout / 2))
         except GradingError as error:
             nbgrader_tests = {}
             note = "; ".join(n for n in [note, f"no feedback: {error}"] if n)
@@ -275,7 +299,7 @@ def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
         "max_score": sum(r["max_score"] for r in rows.values()),
         "note": "; ".join(notes),
         "fingerprint": spec.fingerprint,
-        "isolation": "sandbox" if spec.sandboxed else "none (--unsafe-no-sandbox)",
+        "isolation": isolation_of(spec),
         "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "variant": spec.variant,
         "feedback": spec.feedback_policy,

@@ -91,8 +91,8 @@ def plain_notebook(data):
 MATHJAX_FOLDER = ".mathjax"  # in OUT/feedback: no student's folder starts with '.' (grading.submissions.name_problem)
 MATHJAX_URL = f"../{MATHJAX_FOLDER}/MathJax.js"  # from OUT/feedback/<student>/<assignment>.html
 
-# MathJax 2 with SVG output and the STIX-Web glyphs that jupyter_server_mathjax ships (SVG needs no web font, which
-# browsers refuse to load from file://); Safe.js refuses \href{javascript:...} and the like in the student's maths.
+# MathJax 2 as jupyter_server_mathjax ships it: one combined configuration (TeX in, HTML-CSS out) and the STIX-Web
+# fonts only, so HTML-CSS is told to use those; Safe.js refuses \href{javascript:...} and the like in a student's maths.
 MATHJAX = f"""<script type="text/x-mathjax-config">
 MathJax.Hub.Config({{
   "HTML-CSS": {{availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null}},

@@ -13,12 +13,24 @@ without root. Inside, the student's code sees:
 every process inside is killed by the kernel, however many times it forked. Nothing is written outside, so nothing
 is left behind; results come back only through the pipes the grader passed in.
 
-Where bwrap is missing or user namespaces are not allowed, `check()` says why and the grader refuses to grade
-unless it is told `--unsafe-no-sandbox` (then the same command runs without isolation, with the limits only).
+Where bwrap is missing or user namespaces are not allowed (a Docker container such as Gradescope's), `check()` says
+why and the grader refuses to grade, unless it is given a student user (`--student-user NAME`: the fallback below) or
+told `--unsafe-no-sandbox` (then the same command runs without isolation, with the limits only).
+
+The student-user fallback (`isolation()` returns "user"): a grader running as root starts each process of the
+student's as that unprivileged user instead of in bwrap, with a clean environment, the same rlimits plus a cap on its
+processes, and an empty home of its own. What it cannot reach is what file permissions keep from it: the grader's
+folders are mode 0700 and root's (the job's package and worker files alone are opened to it, in a folder under /tmp
+whose name it cannot list); it cannot signal or trace the grader's processes; and when a sandbox ends, every process
+of that user is killed, so nothing it started outlives it. It has no private /tmp or network namespace, so it needs a
+machine that grades one submission at a time and holds no other secrets readable by every user (Gradescope's
+container, one per submission); the grader then runs one job at a time. Set `TINYTORCH_NO_BWRAP=1` to grade as
+where bwrap cannot run (the fallback's test does).
 """
 
 import functools
 import os
+import pwd
 import resource
 import shutil
 import subprocess
@@ -61,6 +73,8 @@ def problem():
     "None when bwrap can make a sandbox here and the grader's Python runs in it; else one line saying why not."
     if not sys.platform.startswith("linux"):
         return "the sandbox needs Linux (bubblewrap)"
+    if os.environ.get("TINYTORCH_NO_BWRAP"):
+        return "bubblewrap is turned off here (TINYTORCH_NO_BWRAP is set)"
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed"
     why = diagnose()
@@ -90,6 +104,47 @@ def check(unsafe=False):
     if why is not None and not unsafe:
         raise GradingError(f"cannot grade safely: {why}. To fix: {INSTALL_HINT}.")
     return why is None
+
+
+def isolation(unsafe=False, student_user=None):
+    """How the students' code runs here: "bwrap"; "user" (bwrap cannot run, and `student_user` can be used: see the
+    module's docstring); "none" (bwrap cannot run and the caller accepted the risk). Else raise GradingError."""
+    why = problem()
+    if why is None:
+        return "bwrap"
+    if student_user:
+        student_id(student_user)  # raises GradingError when it cannot be used
+        return "user"
+    check(unsafe)
+    return "none"
+
+
+def student_id(name):
+    """(uid, gid) of the student user of the fallback; GradingError unless the grader is root, the user exists, is
+    not root, and no copy of the course's answers sits in the Python's folders, which every user can read."""
+    if os.geteuid() != 0:
+        raise GradingError(f"cannot run students' code as {name!r}: the grader must run as root to change user")
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise GradingError(f"no user {name!r} to run students' code as (create it: useradd --system {name})") from None
+    if entry.pw_uid == 0 or entry.pw_gid == 0:
+        raise GradingError(f"user {name!r} is root or in root's group: students' code must run unprivileged")
+    keys = installed_answer_keys(python_dirs())
+    if keys:
+        raise GradingError(
+            f"{', '.join(keys)} holds the course's solutions and every user can read it: install the course "
+            'editable (pip install -e ".[dev]") to grade as a student user'
+        )
+    return entry.pw_uid, entry.pw_gid
+
+
+STUDENT_USER = {"name": None}  # the fallback's user; set once by the job (one submission per process: grading.job)
+
+
+def use_student_user(name):
+    "From now on, a process started unsandboxed runs as the user `name` (None: as the grader, --unsafe-no-sandbox)."
+    STUDENT_USER["name"] = name or None
 
 
 def interpreter():
@@ -196,9 +251,12 @@ def python_env():
     return {"PATH": f"{bin_dir}:{BASE_ENV['PATH']}", "TINYTORCH_SEARCH_PATH": os.pathsep.join(search_path())}
 
 
-def limiter(memory_mb, cpu_seconds, group=None, file_mb=256):
+STUDENT_PROCESSES = 256  # the student user's processes at once (RLIMIT_NPROC counts per user): a fork bomb ends here
+
+
+def limiter(memory_mb, cpu_seconds, group=None, file_mb=256, user=None):
     """A preexec_fn that caps what the sandboxed process may use (inherited through bwrap) and, where there is one,
-    puts it in its cgroups before it runs anything."""
+    puts it in its cgroups before it runs anything; `user`: (uid, gid) it then becomes (the student-user fallback)."""
 
     def apply():
         if group is not None:
@@ -215,8 +273,40 @@ def limiter(memory_mb, cpu_seconds, group=None, file_mb=256):
                 resource.setrlimit(which, (value, value))
             except (ValueError, OSError):
                 pass
+        if user is not None:  # last: entering the cgroup needs root. A failure here stops the start: never as root
+            resource.setrlimit(resource.RLIMIT_NPROC, (STUDENT_PROCESSES, STUDENT_PROCESSES))
+            os.setgroups([])
+            os.setgid(user[1])
+            os.setuid(user[0])
 
     return apply
+
+
+def unsandboxed(argv, env, user):
+    """(argv, environment, working folder) of a start without bwrap: an empty folder of its own as home, /tmp and
+    working folder (the student user's own, as that user); as the student user, a clean environment."""
+    import tempfile
+
+    workdir = tempfile.mkdtemp(prefix="tinytorch-unsafe-" if user is None else "tinytorch-student-")
+    outer = {} if user is not None else os.environ  # the grader's environment is not the student's to read
+    env = {**outer, **BASE_ENV, **python_env(), "HOME": workdir, "TMPDIR": workdir, "MPLCONFIGDIR": workdir, **env}
+    if user is not None:
+        os.chown(workdir, *user)
+    return argv, env, workdir
+
+
+def end_processes_of(user):
+    """Kill every process of the student user: as that user, kill(-1) reaches all of its processes and nothing else
+    (what it started and detached, out of the process group, included)."""
+    subprocess.run(
+        [interpreter(), "-I", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
+        user=user[0],
+        group=user[1],
+        extra_groups=[],
+        env={},
+        timeout=60,
+        capture_output=True,
+    )
 
 
 def start(
@@ -231,27 +321,15 @@ def start(
     cwd="/tmp",
     stderr=None,
 ):
-    """Start `argv` in a fresh sandbox (or, unsandboxed, with the limits only, in an empty temporary folder).
-    The caller must end it with `stop()`, which kills everything inside."""
+    """Start `argv` in a fresh sandbox (or, unsandboxed, with the limits only, in an empty temporary folder, as the
+    student user where one is set: use_student_user). The caller must end it with `stop()`, which kills everything
+    inside."""
+    user = None
     if sandboxed:
-        full = command(argv, binds, env, cwd=cwd, tmpfs_mb=memory_mb)
-        workdir = None
+        full, workdir = command(argv, binds, env, cwd=cwd, tmpfs_mb=memory_mb), None
     else:
-        import tempfile
-
-        workdir = tempfile.mkdtemp(prefix="tinytorch-unsafe-")
-        full, env = (
-            argv,
-            {
-                **os.environ,
-                **BASE_ENV,
-                **python_env(),
-                "HOME": workdir,
-                "TMPDIR": workdir,
-                "MPLCONFIGDIR": workdir,
-                **(env or {}),
-            },
-        )
+        user = student_id(STUDENT_USER["name"]) if STUDENT_USER["name"] else None
+        full, env, workdir = unsandboxed(argv, env or {}, user)
     group = cgroup.Cgroups.make(memory_mb)  # the limits of the sandbox as a whole, where the host has cgroups
     try:
         process = subprocess.Popen(
@@ -260,7 +338,7 @@ def start(
             stdout=stdout or subprocess.DEVNULL,
             stderr=None if os.environ.get("TINYTORCH_DEBUG_SANDBOX") else stderr or subprocess.DEVNULL,
             pass_fds=pass_fds,
-            preexec_fn=limiter(memory_mb, cpu_seconds, group),
+            preexec_fn=limiter(memory_mb, cpu_seconds, group, user=user),
             start_new_session=True,
             env=None if sandboxed else env,
             cwd=workdir,
@@ -269,7 +347,7 @@ def start(
         if group is not None:
             group.close()
         raise
-    process.unsafe_workdir, process.cgroups = workdir, group
+    process.unsafe_workdir, process.cgroups, process.student_user = workdir, group, user
     return process
 
 
@@ -287,5 +365,7 @@ def stop(process):
         raise GradingError(f"the sandbox (pid {process.pid}) did not end after SIGKILL") from None
     if process.cgroups is not None:
         process.cgroups.close()  # whatever escaped the PID namespace's end (nothing should) dies here
+    if process.student_user is not None:
+        end_processes_of(process.student_user)  # no PID namespace: what it detached dies here
     if process.unsafe_workdir:
         shutil.rmtree(process.unsafe_workdir, ignore_errors=True)

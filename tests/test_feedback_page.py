@@ -260,11 +260,12 @@ def test_in_a_browser_offline_nothing_runs_the_maths_is_typeset_and_the_picture_
             page.wait_for_selector(".MathJax", timeout=60_000)  # MathJax's own element: the maths was typeset
             page.wait_for_timeout(1000)
             typeset = page.locator(".MathJax").count()
+            links = page.locator("a[href^='javascript' i]").count()  # also none that MathJax made of \href (Safe.js)
             picture_width = page.evaluate("[...document.images].filter(i => i.src.startsWith('data:'))[0].naturalWidth")
         finally:
             browser.close()
     assert dialogs == [] and remote == []
-    assert typeset >= 2 and picture_width > 100
+    assert typeset >= 2 and picture_width > 100 and links == 0
 
 
 # -- One real run: the sandbox hands back the notebook, the grader makes the page ------------------------------------

@@ -1,0 +1,216 @@
+"""The Gradescope autograder (grading/gradescope.py): the zip, and run_autograder run as Gradescope runs it, in a
+folder laid out as Gradescope lays out /autograder (source/ = the unzipped zip, submission/, results/), with the
+Python of this venv instead of the one setup.sh makes."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+from grading import gradescope
+from grading.demo import solved
+from grading.errors import GradingError
+from grading.notebooks import nbgrader_meta, read_notebook, write_notebook
+
+ASSIGNMENT = "01_tensor"  # the shortest notebook to grade
+AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="the student-user fallback needs a grader running as root")
+
+
+@pytest.fixture(scope="module")
+def autograder_zip(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gradescope") / "autograder.zip"
+    result = run_cli("gradescope", "--out", out, "--assignment", ASSIGNMENT, "--late-penalty", "10%/day")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def gradescope_root(autograder_zip):
+    """/autograder as Gradescope lays it out, under /tmp (mode 0755, as /autograder: every user can pass through, so
+    what the student's code cannot reach is kept from it by the grader's own modes)."""
+    root = Path(tempfile.mkdtemp(prefix="gradescope-root-"))
+    root.chmod(0o755)
+    for name in ["source", "submission", "results"]:
+        (root / name).mkdir(mode=0o755)
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(root / "source")
+    (root / "source" / "run_autograder").chmod(0o755)
+    return root
+
+
+def run_autograder(root, **env):
+    "Run the zip's run_autograder as Gradescope does (cwd /autograder), with this venv's Python; its results.json."
+    environment = {**os.environ, "GRADESCOPE_ROOT": str(root), "TINYTORCH_GRADER_PYTHON": sys.executable, **env}
+    done = subprocess.run(
+        [str(root / "source" / "run_autograder")],
+        cwd=root,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def submit(root, files, metadata=None):
+    "Gradescope's submission/ (flat: the files the student uploaded) and submission_metadata.json."
+    shutil.rmtree(root / "submission")
+    (root / "submission").mkdir(mode=0o755)
+    for name, notebook in files.items():
+        write_notebook(notebook, root / "submission" / name)
+    (root / "submission_metadata.json").write_text(json.dumps(metadata or {}))
+
+
+def test_the_zip_holds_setup_run_autograder_and_the_course(autograder_zip):
+    with zipfile.ZipFile(autograder_zip) as archive:
+        names = set(archive.namelist())
+        modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
+        config = json.loads(archive.read("gradescope.json"))
+        setup = archive.read("setup.sh").decode()
+    assert {"setup.sh", "run_autograder", "course-secret", "course/pyproject.toml"} <= names
+    assert f"course/notebooks/{ASSIGNMENT}.ipynb" in names and "course/grading/gradescope.py" in names
+    assert not any(name.startswith("course/tests/") for name in names)
+    assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
+    assert config == {"assignments": [ASSIGNMENT], "late_penalty": "10%/day", "hidden_visibility": "after_published"}
+    assert "bubblewrap" in setup and "useradd" in setup and "pip install -e" in setup and "chmod -R go-rwx" in setup
+
+
+def test_an_unknown_assignment_or_penalty_is_refused_before_any_zip_is_written(tmp_path):
+    with pytest.raises(GradingError, match="99_nothing: not a graded notebook"):
+        gradescope.build(tmp_path / "a.zip", ["99_nothing"], log=lambda message: None)
+    with pytest.raises(GradingError, match="--late-penalty 'lots'"):
+        gradescope.build(tmp_path / "b.zip", late_penalty="lots", log=lambda message: None)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        ({}, "holds no notebook"),
+        ({f"{ASSIGNMENT}.ipynb": None, "02_function.ipynb": None}, "holds 2 notebooks"),
+        ({"homework.ipynb": None}, "homework.ipynb is not a notebook of this assignment"),
+        ({"04_elementwise.ipynb": None}, "04_elementwise.ipynb is not a notebook of this assignment"),
+    ],
+)
+def test_a_submission_without_exactly_one_notebook_of_the_assignment_scores_0_with_a_message(
+    autograder_zip, files, expected, capsys
+):
+    root = gradescope_root(autograder_zip)
+    try:
+        notebook = read_notebook(REPO / "notebooks" / "02_function.ipynb")  # never read: refused by its name first
+        submit(root, {name: notebook for name in files})
+        assert gradescope.run(root) == 0  # what run_autograder runs (in the unzipped course: see the tests below)
+        results = json.loads((root / "results" / "results.json").read_text())
+        assert results["score"] == 0 and results["tests"] == []
+        assert expected in results["output"] and f"{ASSIGNMENT}.ipynb" in results["output"]
+        assert stat.S_IMODE((root / "source").stat().st_mode) == 0o700  # the answer key is root's alone
+    finally:
+        shutil.rmtree(root)
+
+
+def test_where_neither_bubblewrap_nor_the_student_user_can_be_had_nothing_is_graded(autograder_zip):
+    root = gradescope_root(autograder_zip)
+    try:
+        submit(root, {f"{ASSIGNMENT}.ipynb": read_notebook(REPO / "notebooks" / f"{ASSIGNMENT}.ipynb")})
+        results = run_autograder(root, TINYTORCH_NO_BWRAP="1", TINYTORCH_STUDENT_USER="no-such-user-here")
+        assert results["score"] == 0 and results["tests"] == []
+        assert "Not graded" in results["output"] and "no user 'no-such-user-here'" in results["output"]
+        assert not (root / "source" / "work" / "out" / "gradebook.json").exists()
+    finally:
+        shutil.rmtree(root)
+
+
+HOSTILE = """import json, os
+root = {root!r}
+report = {{"uid": os.getuid()}}
+attempts = {{
+    "read_own_submission": lambda: open(root + "/submission/{assignment}.ipynb").read(),
+    "read_answer_key": lambda: open(root + "/source/course/notebooks/{assignment}.ipynb").read(),
+    "list_source": lambda: os.listdir(root + "/source"),
+    "write_results": lambda: open(root + "/results/results.json", "w").write('{{"score": 1000}}'),
+    "signal_grader": lambda: os.kill(os.getppid(), 9),
+}}
+for name, attempt in attempts.items():
+    try:
+        attempt()
+        report[name] = "done"
+    except Exception as error:
+        report[name] = type(error).__name__
+open({report!r}, "w").write(json.dumps(report))
+raise NotImplementedError()"""
+
+
+def notebook_with(kit, solve=(), replace=None):
+    "The released notebook with the exercises in `solve` solved and `replace` ({grade id: body}) written in."
+    source = read_notebook(REPO / "notebooks" / f"{ASSIGNMENT}.ipynb")
+    released = read_notebook(kit / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    nb = solved(released, source)
+    answers = {nbgrader_meta(c).get("grade_id"): c.source for c in released.cells}
+    instructor = {nbgrader_meta(c).get("grade_id"): c.source for c in source.cells}
+    for cell in nb.cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if grade_id in (replace or {}):  # the function's head, then the given body in place of the solution
+            head = instructor[grade_id].split("### BEGIN SOLUTION")[0].splitlines()[:-1]
+            body = "\n".join("    " + line for line in replace[grade_id].splitlines())
+            cell.source = "\n".join(head + [body])
+        elif nbgrader_meta(cell).get("solution") and grade_id not in solve:
+            cell.source = answers[grade_id]
+    return nb
+
+
+@AS_ROOT
+def test_run_autograder_grades_good_partial_and_hostile_submissions_as_the_student_user(kit, autograder_zip):
+    """Graded as where bubblewrap cannot run (Gradescope's container): the students' code runs as `nobody`. The good
+    notebook gets full marks, less Gradescope's late penalty; the partial one loses its unsolved exercise's tests;
+    the hostile one earns nothing, ran as another user, and could not read the answer key, write results.json or
+    signal the grader, though it could read its own submission."""
+    root, drop = gradescope_root(autograder_zip), Path(tempfile.mkdtemp(prefix="gradescope-hostile-"))
+    drop.chmod(0o777)  # where the hostile code reports what it could do
+    env = {"TINYTORCH_NO_BWRAP": "1", "TINYTORCH_STUDENT_USER": "nobody"}
+    exercises = [
+        nbgrader_meta(c)["grade_id"]
+        for c in read_notebook(kit / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").cells
+        if nbgrader_meta(c).get("solution")
+    ]
+    try:
+        late = {
+            "users": [{"email": "ada@example.edu", "name": "Ada", "id": 7}],
+            "created_at": "2026-12-02T06:00:00+00:00",
+            "assignment": {"due_date": "2026-12-01T00:00:00+00:00"},  # 30 hours late: two started days, 20%
+        }
+        submit(root, {f"{ASSIGNMENT}.ipynb": notebook_with(kit, solve=exercises)}, late)
+        good = run_autograder(root, **env)
+        full = sum(t["max_score"] for t in good["tests"])
+        assert full > 0 and all(t["score"] == t["max_score"] for t in good["tests"]), good
+        assert good["score"] == pytest.approx(0.8 * full) and "hours late" in good["output"]
+        assert good["extra_data"]["student"] == "ada-example-edu" and good["extra_data"]["variant"]
+        visibility = {t["name"]: t["visibility"] for t in good["tests"]}
+        assert visibility["tensor_elementwise"] == "visible"
+        assert visibility["tensor_elementwise_hidden"] == "after_published"
+
+        submit(root, {f"{ASSIGNMENT}.ipynb": notebook_with(kit, solve=[e for e in exercises if e != exercises[0]])})
+        partial = run_autograder(root, **env)
+        lost = {t["name"] for t in partial["tests"] if t["score"] < t["max_score"]}
+        assert lost == {"tensor_elementwise", "tensor_elementwise_hidden"}, partial
+        assert partial["score"] == full - 4
+
+        report = drop / "report.json"
+        hostile_code = HOSTILE.format(root=str(root), assignment=ASSIGNMENT, report=str(report))
+        submit(root, {f"{ASSIGNMENT}.ipynb": notebook_with(kit, replace={exercises[0]: hostile_code})})
+        hostile = run_autograder(root, **env)
+        assert hostile["score"] == 0 and all(t["score"] == 0 for t in hostile["tests"]), hostile
+        attempts = json.loads(report.read_text())
+        assert attempts["uid"] != 0 and attempts["read_own_submission"] == "done", attempts
+        for name in ["read_answer_key", "list_source", "write_results", "signal_grader"]:
+            assert attempts[name] == "PermissionError", attempts
+    finally:
+        shutil.rmtree(root)
+        shutil.rmtree(drop)
