@@ -1,4 +1,4 @@
-"""A generated class of 41 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 42 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -309,6 +309,18 @@ for _ in range(400):  # bounded, so that a host without cgroups survives it too
         break
 """
 
+GRADCHECK = "03_gradcheck"
+HUGE_CALLBACK = (  # at the start of numerical_grad: ask the test's fn to broadcast a (4000, 1) and a (1, 4000) array
+    "solution-numerical_grad",
+    "    wrap = Tensor if any(",
+    "    try:\n"
+    "        fn(np.ones((4000, 1)), np.ones((1, 4000)))  # 64 KB asked, 128 MB for the grader to compute\n"
+    "        return [None] * len(inputs)  # the grader computed it: then this attack costs the student the tests\n"
+    "    except Exception:\n"
+    "        pass  # refused (or fn takes one input): the honest solution follows\n"
+    "    wrap = Tensor if any(",
+)
+
 FILL_MEMORY = """
 import os as _os
 for _folder in ("/tmp", _os.path.expanduser("~")):
@@ -459,6 +471,8 @@ def make_class(kit, out, grades=None):
         # on the other students: limits are the sandbox's as a whole (grading.cgroup), so nobody else pays
         "fern": (E, submission(kit, E, only(set(), FORK_BOMB)), 0.0, ""),
         "gwen": (E, submission(kit, E, only(set(), FILL_MEMORY)), 0.0, ""),
+        # on the grader's own process: a callback past its limit (64 MB) is refused, so the honest rest earns full
+        "hugo": (GRADCHECK, submission(kit, GRADCHECK, replace_in(*HUGE_CALLBACK)), points_of(GRADCHECK), ""),
         "ivan": (E, submission(kit, E, only(set(), IMPORT_REFERENCE.format(paths=reference_paths(grades)))), 0.0, ""),
         "judy": (
             E,

@@ -191,6 +191,7 @@ class Remote:
         self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
         self.graded, self.worker, self.restarts, self.first_import = graded_module, None, 0, "not started"
         self.events, self.fault = [], None
+        self.probed, self.numerical = set(), {}  # rules probed (grading.analytic), and {rule: why} of numerical ones
 
     def ensure_worker(self):
         if self.worker is not None:
@@ -428,10 +429,12 @@ def install(space, targets, remote):
         signature = signature_of(original)
 
         def stub(*args, _qualname=qualname, _reference=reference, _signature=signature, **kwargs):
+            if _qualname in remote.numerical:  # a probe showed a numerical rule: every call of it fails
+                raise wire.EXCEPTIONS["ValueError"](remote.numerical[_qualname])
             named = named_arguments(_signature, args, kwargs)
             value = remote.call(_qualname, args, kwargs, readonly=_reference is not None, named=named)
-            if _reference is not None:
-                refuse_numerical_rule(_qualname, value, _reference, args, kwargs)
+            if _reference is not None and refuse_numerical_rule(_qualname, value, _reference, args, kwargs):
+                probe_linear_rule(_qualname, _reference, _signature, args, kwargs, remote)
             return value
 
         stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
@@ -445,15 +448,43 @@ def install(space, targets, remote):
 
 
 def refuse_numerical_rule(qualname, value, reference, args, kwargs):
-    "Fail a backward rule whose gradient agrees with the reference rule's only as finite differences do."
+    """Fail a backward rule whose gradient agrees with the reference rule's only as finite differences do; return
+    whether it agrees exactly (to rounding error)."""
     try:
         expected = reference(*args, **kwargs)
         grad_output = args[1] if len(args) > 1 else kwargs.get("grad_output")
         gaps = analytic.numerical_gaps(value, expected, grad_output)
+        exact = analytic.probe_gaps(value, expected, grad_output) == []
     except Exception:
-        return  # the reference does not take these arguments: the test's own comparison decides
+        return False  # the reference does not take these arguments: the test's own comparison decides
     if gaps:
         raise wire.EXCEPTIONS["ValueError"](analytic.message(qualname.removesuffix(".apply"), gaps))
+    return exact
+
+
+def probe_linear_rule(qualname, reference, signature, args, kwargs, remote):
+    """The first time a linear rule is exact, call it once more on saved tensors of mixed magnitudes
+    (grading.analytic): a rule exact there too is a formula; one that is not fails this call and every later one."""
+    rule = qualname.removesuffix(".apply")
+    if rule not in analytic.LINEAR_RULES or qualname in remote.probed or len(args) < 2:
+        return
+    copied = analytic.probe(args[0], type(args[1]))
+    if copied is None:
+        return
+    probe_args = (copied, *args[1:])
+    try:
+        expected = reference(*probe_args, **kwargs)
+    except Exception:
+        return
+    named = named_arguments(signature, probe_args, kwargs)
+    value = remote.call(qualname, probe_args, kwargs, readonly=True, named=named)
+    gaps = analytic.probe_gaps(value, expected, args[1])
+    if gaps is None:
+        return  # nothing to compare (every gradient negligible): the next call is probed
+    remote.probed.add(qualname)
+    if gaps:
+        remote.numerical[qualname] = analytic.probe_message(rule, gaps)
+        raise wire.EXCEPTIONS["ValueError"](remote.numerical[qualname])
 
 
 # -- Running the instructor's cells ---------------------------------------------------------------------------------

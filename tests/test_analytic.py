@@ -60,3 +60,59 @@ def test_gradients_that_record_a_graph_are_judged_by_their_values():
     exact, numeric = g * np.exp(x), g * central(np.exp, 1e-6)
     mine, theirs = Tensor(numeric, requires_grad=True), Tensor(exact, requires_grad=True)
     assert [index for index, _ in numerical_gaps((mine,), (theirs,), g)] == [0]
+
+
+def test_every_gap_the_tests_would_accept_is_numerical():
+    exact = g * np.exp(x)
+    for numeric in [g * central(np.exp, 1e-6) * (1 + 1e-4), g * central(np.exp, 3e-2)]:  # 1e-4 and 1.5e-4 off
+        assert [index for index, _ in numerical_gaps((numeric,), (exact,), g)] == [0]
+
+
+# -- The probe of a linear rule: exact on the tests' inputs, it must stay exact when magnitudes mix -------------------
+
+
+def add_rule(a, b, grad_output, step=None):
+    "Add's gradients by a formula (step None) or by central differences of a + b, one element at a time."
+    if step is None:
+        return grad_output.copy(), grad_output.copy()
+    grads = []
+    for which in (a, b):
+        grad = np.zeros_like(which)
+        for index in np.ndindex(which.shape):
+            plus, minus = which.copy(), which.copy()
+            plus[index] += step
+            minus[index] -= step
+            (lo, hi) = (a, b) if which is a else (b, a)
+            up = (plus + hi) if which is a else (lo + plus)
+            down = (minus + hi) if which is a else (lo + minus)
+            grad[index] = np.sum((up - down) * grad_output) / (2 * step)
+        grads.append(grad)
+    return tuple(grads)
+
+
+def test_a_linear_rule_by_differences_with_a_large_step_is_exact_until_magnitudes_mix():
+    from grading.analytic import MAGNITUDE, mixed_magnitudes, probe, probe_gaps
+    from tinytorch.core.elementwise import AddBackward
+
+    a, b = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    grad_output = rng.normal(size=(2, 3))
+    exact = add_rule(a, b, grad_output)
+    assert probe_gaps(add_rule(a, b, grad_output, step=0.5), exact, grad_output) == []  # exact here: undetectable
+
+    rule = AddBackward(Tensor(a), Tensor(b))
+    probed = probe(rule, Tensor)
+    big_a, big_b = (t.data for t in probed.saved_tensors)
+    assert rule.saved_tensors[0].data is a and np.abs(big_a).max() > MAGNITUDE / 100  # the original is untouched
+    assert np.array_equal(mixed_magnitudes(Tensor(a)).data.ravel()[1::2], a.ravel()[1::2])
+    for step in [1e-6, 0.5, 1e3, 2.0**60]:  # small, a power of two, large, huge
+        gaps = probe_gaps(add_rule(big_a, big_b, grad_output, step=step), exact, grad_output)
+        assert gaps and {index for index, _ in gaps} <= {0, 1}, step
+    assert probe_gaps(add_rule(big_a, big_b, grad_output), exact, grad_output) == []  # the formula stays exact
+
+
+def test_a_probe_says_nothing_about_negligible_or_misshapen_gradients():
+    from grading.analytic import probe_gaps
+
+    assert probe_gaps((np.zeros(3),), (np.zeros(3),), np.ones(3)) is None
+    assert probe_gaps((g,), (g.T,), g) is None
+    assert probe_gaps((np.full(3, np.nan),), (np.ones(3),), np.ones(3)) == [(0, np.inf)]

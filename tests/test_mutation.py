@@ -498,6 +498,54 @@ NUMERICAL_RULES = [
         "        slope = (np.tanh(x.data + h) - np.tanh(x.data - h)) / (2 * h)\n        return (grad_output * Tensor(slope),)",
     ),
 ]
+# The attacks of issue 21: within the tests' tolerance but above the old band, 03's own numerical_grad, and linear
+# rules differentiated with a step large enough to be exact on the tests' inputs (caught by the probe).
+NUMERICAL_RULES += [
+    (
+        "04_elementwise",
+        "exp_backward",
+        "numerical: central differences of exp, scaled by 1 + 1e-4",
+        "return (grad_output * self.output,)",
+        "(a,) = self.saved_tensors\n        h = 1e-6\n"
+        "        slope = (np.exp(a.data + h) - np.exp(a.data - h)) / (2 * h) * (1 + 1e-4)\n"
+        "        return (grad_output * Tensor(slope),)",
+    ),
+    (
+        "04_elementwise",
+        "log_backward",
+        "numerical: central differences of log, a large step",
+        "return (grad_output / a,)",
+        "h = 3e-3\n        slope = (np.log(a.data + h) - np.log(a.data - h)) / (2 * h)\n"
+        "        return (grad_output * Tensor(slope),)",
+    ),
+    (
+        "04_elementwise",
+        "mul_backward",
+        "numerical: 03's numerical_grad",
+        "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+        "from tinytorch.core.gradcheck import numerical_grad\n\n        g = grad_output.data\n"
+        "        grads = numerical_grad(lambda x, y: np.sum(x * y * g), [a.data, b.data])\n"
+        "        return Tensor(grads[0]), Tensor(grads[1])",
+    ),
+    (
+        "04_elementwise",
+        "add_backward",
+        "numerical: 03's numerical_grad with a step of 0.5, exact for a linear rule",
+        "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
+        "from tinytorch.core.gradcheck import numerical_grad\n\n        g = grad_output.data\n"
+        "        grads = numerical_grad(lambda x, y: np.sum((x + y) * g), [a.data, b.data], eps=0.5)\n"
+        "        return Tensor(grads[0]), Tensor(grads[1])",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "matmul_backward",
+        "numerical: central differences with a step of 1, exact for a linear rule",
+        "grad_a = unbroadcast(g2 @ swap_last(b2), a2.shape)",
+        "from tinytorch.core.gradcheck import numerical_grad\n\n"
+        "            (numeric,) = numerical_grad(lambda x: np.sum((x @ b2.data) * g2.data), [a2.data], eps=1.0)\n"
+        "            grad_a = Tensor(numeric)",
+    ),
+]
 MUTANTS += NUMERICAL_RULES
 
 # Correct solutions written differently from the reference: each must earn every point of its notebook.
@@ -619,7 +667,7 @@ def test_numerical_rules_are_told_why_they_lost_their_points(graded_mutants):
         number = MUTANTS.index((notebook, rule, what, old, new))
         tests = graded_mutants[f"mutant{number:02d}"][notebook]["tests"]
         messages = " ".join(tests[name].get("message", "") for name in (rule, rule + "_hidden") if name in tests)
-        assert "as finite differences of the forward do" in messages, (what, messages[:500])
+        assert "finite differences of the forward" in messages, (what, messages[:500])
 
 
 def test_correct_alternative_solutions_earn_full_marks(graded_mutants):

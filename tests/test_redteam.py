@@ -125,9 +125,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_41_submissions_of_every_kind(graded_class):
+def test_the_class_has_42_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 41 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 42 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -170,6 +170,12 @@ def test_attacking_the_machine_earns_nothing(graded_class, student):
 
 
 @pytest.mark.skipif(not SANDBOX, reason="the sandbox (bubblewrap) cannot run here")
+def test_a_callback_past_the_graders_limit_is_refused(graded_class):
+    """hugo asks a test's fn to broadcast 128 MB: refused, her numerical_grad goes on honestly (full marks); had the
+    grader computed it, her attack would have returned no gradients."""
+    check(graded_class, "hugo")
+
+
 @pytest.mark.parametrize("student", ["fern", "gwen"])
 def test_a_fork_bomb_or_a_full_tmp_costs_nobody_else(graded_class, student):
     "400 sleeping processes; /tmp and home filled and six processes of 600 MB: the sandbox's limits, nobody else's."
