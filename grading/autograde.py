@@ -539,9 +539,10 @@ def _autograde(run, found, problems, workers, progress, log):
         run.scratch = make_scratch(state, run.student_user)
         run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
         try:
-            for assignment in sorted({a for _, a, _, _, _ in todo}):
+            assignments = sorted({a for _, a, _, _, _ in todo})
+            for assignment in assignments:
                 feedback_course(state, assignment)  # here, once: not by each job's thread at the same time
-            check_reference(run, runner, sorted({a for _, a, _, _, _ in todo}), log)
+            check_reference(run, runner, assignments, log)
             publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
 
             def grade(item):
