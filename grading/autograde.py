@@ -21,14 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import csvsafe, marking, sandbox
+from .convention import manual_answers
 from .course import Course
 from .defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GradingError
 from .export import copy_package_skeleton, export_package
 from .feedback import POLICIES
 from .feedback import publish as publish_feedback
-from .job import Spec, digest, manual_note, manual_points, test_cells
-from .late import Policy, assess
+from .job import Spec, digest, manual_note, test_cells
+from .late import Policy, assess, penalised
 from .notebooks import REPO, course_notebooks, nbgrader_meta, read_notebook, write_atomic, write_notebook
 from .page import install_mathjax, plain_notebook
 from .release import check_sources, kit_settings
@@ -36,7 +37,7 @@ from .runner import Runner, load_result
 from .submissions import find_submissions as read_folder
 from .variant import read_secret, variant_id
 
-COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points"]
+COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points", "manual_score"]
 LATE_COLUMNS = ["submitted_at", "late_by_hours", "penalty", "final_score"]  # score stays the autograded score
 SECRET_FILE = ".grading-secret"  # in OUT, outside OUT/.grading (which is remade when the notebooks change)
 GRADER_VERSION = "5"  # part of every result's fingerprint: bump it when grading itself changes
@@ -52,14 +53,20 @@ class Row:
     note: str = ""
     problem: bool = False  # not graded (a bad file, a grader failure): an error on the console, exit code 1
     manual_points: float = 0.0  # written answers' points, marked by hand (OUT/marking): not in score or max_score
+    marks: marking.Marks = None  # the marks given to them so far (grading.marking.read_marks)
     submitted_at: str = ""  # the late policy's columns (grading.late)
     late_by_hours: float | None = None
     penalty: float = 0.0  # points taken for lateness
     graded: bool = True  # False: the grader failed for a reason of its own; no score is written, the next run retries
 
     @property
+    def total(self):
+        "The autograded score and the marks given so far: what a late penalty takes its fraction of."
+        return self.score + (self.marks.score if self.marks else 0.0)
+
+    @property
     def final_score(self):
-        return max(0.0, self.score - self.penalty)
+        return max(0.0, self.total - self.penalty)
 
     def late_values(self):
         late = "" if self.late_by_hours is None else f"{self.late_by_hours:g}"
@@ -75,7 +82,14 @@ class Row:
             f"{self.max_score:g}",
             self.note,
             f"{self.manual_points:g}",
+            self.manual_score_cell(),
         ]
+
+    def manual_score_cell(self):
+        "The marks of the written answers; blank while one is unmarked (or nothing was graded)."
+        if not self.graded or (self.marks and self.marks.unmarked):
+            return ""
+        return f"{self.marks.score if self.marks else 0.0:g}"
 
 
 # -- What to grade ---------------------------------------------------------------------------------------------------
@@ -265,10 +279,12 @@ def log_policies(policies, out, found, log):
     log(f"feedback for students: {policies.feedback}: {POLICIES[policies.feedback]}{earlier}")
 
 
-def rows_of(results, problems, manual=None):
-    "The table's rows; `manual`: {assignment: points of its written answers}, which wait for marking by hand."
+def rows_of(results, problems, answers=None, marked=None):
+    """The table's rows; `answers`: {assignment: {name: points}} of its written answers, marked by hand; `marked`:
+    their marks, {(student, assignment): grading.marking.Marks} (grading.marking.read_marks)."""
     rows = list(problems)
     for r in results:
+        written = (answers or {}).get(r["assignment"]) or {}
         rows.append(
             Row(
                 r["student"],
@@ -278,7 +294,8 @@ def rows_of(results, problems, manual=None):
                 r["max_score"],
                 r["note"],
                 problem=r.get("problem", False),
-                manual_points=(manual or {}).get(r["assignment"], 0.0),
+                manual_points=float(sum(written.values())),
+                marks=marks_for(r, written, marked) if written else None,
                 graded=r.get("graded", True),
             )
         )
@@ -295,17 +312,24 @@ def write_table(rows, path):
     write_atomic(path, text.getvalue())
 
 
-def late_record(result, late):
-    "What the gradebook keeps of a result's variant, feedback policy and late policy (`late`: a grading.late.Late)."
+def marks_for(result, written, marked):
+    "The Marks of a result's written answers ({name: points}): from OUT/marking, else none yet."
+    found = (marked or {}).get((result["student"], result["assignment"]))
+    return found if found is not None else marking.none_yet(written)
+
+
+def late_record(result, late, marks=None):
+    """What the gradebook keeps of a result's variant, feedback policy and late policy (`late`: a grading.late.Late),
+    and its final score: the autograded score and the marks (`marks`: grading.marking.Marks) less the late penalty."""
     record = {"variant": result.get("variant", ""), "feedback": result.get("feedback", "full")}
+    fraction = late.penalty if late is not None else 0.0
+    penalty, final = penalised(result["score"] + (marks.score if marks else 0.0), fraction)
     if late is not None:
-        penalty = result["score"] * late.penalty
         record.update(
-            submitted_at=late.submitted_at,
-            late_by_hours=late.late_by_hours,
-            penalty=round(penalty, 4),
-            final_score=round(max(0.0, result["score"] - penalty), 4),
+            submitted_at=late.submitted_at, late_by_hours=late.late_by_hours, penalty=penalty, penalty_fraction=fraction
         )
+    if result.get("graded", True):
+        record["final_score"] = final
     return record
 
 
@@ -316,15 +340,18 @@ def apply_late(rows, late):
         if found is None:
             continue
         row.submitted_at, row.late_by_hours = found.submitted_at, found.late_by_hours
-        row.penalty = row.score * found.penalty
+        row.penalty = row.total * found.penalty
         row.note = "; ".join(n for n in [row.note, found.note] if n)
         row.problem = row.problem or found.problem
     return rows
 
 
-def write_gradebook(results, problems, path, manual=None, late=None):
+def write_gradebook(results, problems, path, answers=None, late=None, marked=None):
+    "OUT/gradebook.json; `answers` and `marked` as for rows_of, `late`: {(student, assignment): grading.late.Late}."
     book = {}
     for r in results:
+        written = (answers or {}).get(r["assignment"]) or {}
+        marks = marks_for(r, written, marked) if written else None
         entry = book.setdefault(r["student"], {})[r["assignment"]] = {
             "score": r["score"],
             "max_score": r["max_score"],
@@ -335,9 +362,13 @@ def write_gradebook(results, problems, path, manual=None, late=None):
                 for t, v in r["tests"].items()
             },
         }
-        if (manual or {}).get(r["assignment"]):
-            entry["manual_points"] = manual[r["assignment"]]  # marked by hand in OUT/marking, not in the score
-        entry.update(late_record(r, (late or {}).get((r["student"], r["assignment"]))))
+        if marks is not None:  # marked by hand in OUT/marking, not in the score
+            entry.update(
+                manual_points=float(sum(written.values())),
+                manual_score=marks.manual_score,
+                manual_unmarked=marks.unmarked,
+            )
+        entry.update(late_record(r, (late or {}).get((r["student"], r["assignment"])), marks))
     for p in problems:
         book.setdefault(p.student, {})[p.assignment or p.notebook] = {"score": 0, "max_score": 0, "note": p.note}
     write_atomic(path, json.dumps(book, indent=1, sort_keys=True))
@@ -524,13 +555,14 @@ def _autograde(run, found, problems, workers, progress, log):
     if done:
         log(f"{len(done)} submissions already graded (unchanged since): kept")
     results_lock = threading.Lock()
-    manual = {stem: manual_points(nb) for stem, nb in instructor.items()}
+    answers = {stem: manual_answers(nb) for stem, nb in instructor.items()}
+    marked = marking.read_marks(out, log)  # the marks made in formgrader since the last run
 
     def publish():
         with results_lock:
             results = [done[k] for k in sorted(done)]
-            rows = apply_late(rows_of(results, problems, manual), late)
-            write_gradebook(results, problems, out / "gradebook.json", manual, late)
+            rows = apply_late(rows_of(results, problems, answers, marked), late)
+            write_gradebook(results, problems, out / "gradebook.json", answers, late, marked)
             write_table(rows, out / "grades.csv")
         return rows
 
@@ -584,7 +616,7 @@ def _autograde(run, found, problems, workers, progress, log):
     rows = publish()
     if rows:
         plot_distribution(rows, out / "distribution.png")
-    if any(manual.values()) and found:
+    if any(answers.values()) and found:
         marking.update(out, state, run.notebooks, instructor, found, done, log)
     return rows
 

@@ -67,6 +67,12 @@ class Late:
     problem: bool = False
 
 
+def penalised(total, fraction):
+    "(points taken, final score) of `total` (the autograded score and the marks) when `fraction` of it is taken."
+    penalty = total * fraction
+    return round(penalty, 4), round(max(0.0, total - penalty), 4)
+
+
 def parse_time(text, where):
     "An aware datetime from an nbgrader timestamp or ISO 8601 text; a GradingError naming `where` otherwise."
     raw = text.strip()

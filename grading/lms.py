@@ -20,7 +20,11 @@ stderr. The side file also holds, for Canvas, whose import has no comment
 column, the notes on the grades. Nothing is dropped silently; every cell is written through grading.csvsafe, since
 names and notes come from students and the files are opened in spreadsheets.
 
-Standard library only (csv, json): the export runs wherever the grades were copied to.
+The grades are the final scores, written answers marked by hand included: the marks come from OUT/marking (read
+with nbgrader, grading.marking.read_marks) when it is there, else from gradebook.json as autograde last wrote it. A
+submission with an answer not marked yet is exported with the marks made so far, noted and counted in a warning.
+
+Standard library only (csv, json), nbgrader aside: the export runs wherever the grades were copied to.
 """
 
 import io
@@ -31,6 +35,7 @@ from pathlib import Path
 
 from . import csvsafe
 from .errors import GradingError
+from .late import penalised
 from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
 
 FORMATS = ("canvas", "moodle", "gradescope")
@@ -43,6 +48,7 @@ CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["ID number", "Email address", "Full name"]
 FEEDBACK_FOR = "Feedback for "  # Moodle's own name for a feedback column: "Feedback for <grade item>"
 SIDE_COLUMNS = ["student", "name", "email", "assignment", "grade", "in_import", "note"]
+NOT_MARKED = "written answers not marked yet"
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -100,7 +106,19 @@ def importable(everyone, fmt_name):
 
 
 def points_possible(book, assignment):
-    return max([e[assignment]["max_score"] for e in book.values() if assignment in e] + [0])
+    "The tests' points and the written answers'."
+    return max(
+        [e[assignment]["max_score"] + manual_points(e[assignment]) for e in book.values() if assignment in e] + [0]
+    )
+
+
+def manual_points(entry):
+    return entry["manual_points"] if number(entry.get("manual_points")) else 0
+
+
+def not_marked(entry):
+    "Whether an entry has written answers that are not all marked (manual_score is set once every one is)."
+    return manual_points(entry) > 0 and entry.get("manual_score") is None
 
 
 def fmt(value):
@@ -132,22 +150,55 @@ def note_cell(book, person, assignment):
         return f"No submission of {assignment} was graded."
     parts = [entry.get("note") or ""]
     if number(entry.get("penalty")) and entry["penalty"] > 0 and number(entry.get("late_by_hours")):
+        total = entry["penalty"] + entry.get("final_score", entry["score"])
         parts.append(
-            f"handed in {fmt(entry['late_by_hours'])} hours late: {fmt(entry['penalty'])} of "
-            f"{fmt(entry['score'])} points taken"
+            f"handed in {fmt(entry['late_by_hours'])} hours late: {fmt(entry['penalty'])} of {fmt(total)} points taken"
         )
+    if not_marked(entry):
+        parts.append(NOT_MARKED)
     return "; ".join(part for part in parts if part)
 
 
-def manual_pending(book, assignments):
-    "The written answers of `assignments`, as '01_tensor (3 points), ...': points the gradebook does not count."
-    points = {}
+def add_marks(book, grading_dir, report):
+    "Put the marks of GRADING_DIR/marking, as they are now, into the gradebook's entries (grading.marking.read_marks)."
+    if not (Path(grading_dir) / "marking" / "gradebook.db").is_file():
+        return
+    try:
+        from .marking import read_marks
+    except ImportError as error:
+        report.warnings.append(f"the marks of the written answers are those of the last autograde run ({error})")
+        return
+    for (student, assignment), marks in read_marks(grading_dir, report.warnings.append).items():
+        entry = book.get(student, {}).get(assignment)
+        if entry is not None and graded(entry) and "manual_points" in entry:
+            mark_entry(entry, marks)
+
+
+def mark_entry(entry, marks):
+    "One entry with its marks (a grading.marking.Marks), and its final score again: the late fraction of the total."
+    fraction = entry.get("penalty_fraction") if number(entry.get("penalty_fraction")) else 0.0
+    penalty, final = penalised(entry["score"] + marks.score, fraction)
+    entry.update(manual_score=marks.manual_score, manual_unmarked=marks.unmarked, final_score=final)
+    if "penalty" in entry:
+        entry["penalty"] = penalty
+
+
+def unmarked_warning(book, assignments, grading_dir):
+    "The warning that counts the exported submissions whose written answers are not all marked, or ''."
+    counts = {}
     for entries in book.values():
         for assignment, entry in entries.items():
-            if assignment in assignments and number(entry.get("manual_points")) and entry["manual_points"] > 0:
-                points[assignment] = max(points.get(assignment, 0), entry["manual_points"])
-    listed = ", ".join(f"{a} ({fmt(p)} point{'' if p == 1 else 's'})" for a, p in sorted(points.items()))
-    return f"written answers of {listed} are" if listed else ""
+            if assignment in assignments and graded(entry) and not_marked(entry):
+                counts[assignment] = counts.get(assignment, 0) + 1
+    if not counts:
+        return ""
+    total = sum(counts.values())
+    listed = ", ".join(f"{a}: {n}" for a, n in sorted(counts.items()))
+    return (
+        f"{total} submission{'' if total == 1 else 's'} with written answers not all marked yet ({listed}), exported "
+        f"with the marks made so far and the note '{NOT_MARKED}'; mark them in formgrader "
+        f"({Path(grading_dir) / 'marking'}, see grading/README.md) and export again"
+    )
 
 
 def write_atomic(path, text):
@@ -380,14 +431,10 @@ def export_grades(
         raise GradingError(f"{notebooks_dir}: no such folder of instructor notebooks.")
     hidden = hidden_tests(notebooks_dir)
     report = Export()
+    add_marks(book, grading_dir, report)
     assignments = choose_assignments(book, hidden, only, report)
     everyone, report.not_in_roster, report.not_graded = people_of(book, people)
-    pending = manual_pending(book, assignments)
-    if pending:
-        report.warnings.append(
-            f"{pending} marked by hand and not in this export (the scores are the autograded ones); mark them in "
-            f"formgrader ({Path(grading_dir) / 'marking'}, see grading/README.md) and add them in the LMS"
-        )
+    report.warnings += [w for w in [unmarked_warning(book, assignments, grading_dir)] if w]
     if fmt_name == "gradescope":
         if people is None:
             report.warnings.append("no --roster: the results carry only the submission folder name")

@@ -11,12 +11,14 @@ by the grader from trusted parts only, so nothing the student ran writes it:
 - the autograded scores in the gradebook: the verdict's (grades.csv), never nbgrader's run of the notebook.
 
 The instructor runs `jupyter lab` in OUT/marking and marks the answers in Nbgrader > Formgrader > Manual Grading;
-the marks stay in OUT/marking/gradebook.db, which later autograde runs update but never reset.
+the marks stay in OUT/marking/gradebook.db, which later autograde runs update but never reset. read_marks gives them
+to grades.csv, gradebook.json and export-grades. A test's score edited in formgrader is cleared: the verdict's stands.
 """
 
 import json
 import re
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .course import Course, gradebook
@@ -71,7 +73,20 @@ def prepare_assignments(root, notebooks, stamps_path, log):
     return ready
 
 
-def record(gb, student, assignment, result, answers):
+def revert_test_edit(grade, student, assignment, log):
+    "A test's score given in formgrader is cleared, and said: the verdict's score stands."
+    given = [value for value in (grade.manual_score, grade.extra_credit) if value is not None]
+    if not given:
+        return
+    log(
+        f"marking course: {student}/{assignment}: test {grade.name} was given {' + '.join(f'{v:g}' for v in given)} "
+        "in formgrader, ignored: the grader's score stands: change the test and regrade instead"
+    )
+    grade.manual_score = grade.extra_credit = None
+    grade.needs_manual_grade = False
+
+
+def record(gb, student, assignment, result, answers, log):
     "The submission in the gradebook: the verdict's score for each test, each written answer waiting for a mark."
     from nbgrader.api import MissingEntry
 
@@ -83,7 +98,8 @@ def record(gb, student, assignment, result, answers):
     for test_id, test in result["tests"].items():
         grade = gb.find_grade(test_id, assignment, assignment, student)
         grade.auto_score = test["score"]
-        grade.needs_manual_grade = grade.manual_score is not None
+        grade.needs_manual_grade = False
+        revert_test_edit(grade, student, assignment, log)
     for answer_id in answers:
         grade = gb.find_grade(answer_id, assignment, assignment, student)
         grade.auto_score = None
@@ -117,8 +133,63 @@ def update(out, state, notebooks, instructor, found, results, log=None):
             nb = marking_notebook(released, read_notebook(path))
             write_notebook(nb, root / "autograded" / student / assignment / f"{assignment}.ipynb")
             try:
-                record(gb, student, assignment, result, answers[assignment])
+                record(gb, student, assignment, result, answers[assignment], log)
             except MissingEntry as error:
                 gb.db.rollback()
                 log(f"marking course: {student}/{assignment} not recorded ({error}); its answers cannot be marked")
     return root
+
+
+# -- The marks, for the grade table and the exports ------------------------------------------------------------------
+
+
+@dataclass
+class Marks:
+    "The written answers of one submission as marked in formgrader."
+
+    score: float = 0.0  # the marks given so far (with any extra credit)
+    points: float = 0.0  # the points of the written answers
+    unmarked: list = field(default_factory=list)  # the answers without a mark yet
+
+    @property
+    def manual_score(self):
+        "The marks, once every answer has one; None before."
+        return None if self.unmarked else self.score
+
+
+def none_yet(answers):
+    "The Marks of a submission that is not in the marking course: `answers` {name: points}, none marked."
+    return Marks(points=sum(answers.values()), unmarked=sorted(answers))
+
+
+def notebook_marks(notebook, student, assignment, log):
+    "The Marks of one submitted notebook; a test's score given in formgrader is reverted (revert_test_edit)."
+    marks = Marks()
+    for grade in notebook.grades:
+        if grade.cell_type != "markdown":  # an autograded test
+            revert_test_edit(grade, student, assignment, log)
+            continue
+        marks.points += grade.max_score
+        if grade.manual_score is None:
+            marks.unmarked.append(grade.name)
+        else:
+            marks.score += grade.manual_score + (grade.extra_credit or 0.0)
+    marks.unmarked.sort()
+    return marks
+
+
+def read_marks(out, log=None):
+    "{(student, assignment): Marks} of OUT/marking/gradebook.db ({} when there is none)."
+    db = Path(out) / "marking" / "gradebook.db"
+    if not db.is_file():
+        return {}
+    log = log or (lambda message: None)
+    found = {}
+    with gradebook(f"sqlite:///{db}") as gb:
+        for assignment in gb.assignments:
+            for submission in assignment.submissions:
+                student = submission.student.id
+                for notebook in submission.notebooks:  # one: the notebook is named as its assignment
+                    found[(student, assignment.name)] = notebook_marks(notebook, student, assignment.name, log)
+        gb.db.commit()
+    return found

@@ -122,7 +122,7 @@ def test_the_grade_table_has_a_manual_points_column(tmp_path):
     assert (row["score"], row["max_score"], row["manual_points"]) == ("2", "2", "3")
 
 
-def test_lms_export_leaves_manual_points_out_and_says_so(tmp_path):
+def test_lms_export_counts_the_written_answers_and_flags_them_unmarked(tmp_path):
     entry = {"score": 2.0, "max_score": 2.0, "note": "", "manual_points": 3, "tests": {"truth": {"score": 2.0}}}
     (tmp_path / "grades").mkdir()
     (tmp_path / "grades" / "gradebook.json").write_text(json.dumps({"alice": {"01_tiny": entry}}))
@@ -137,9 +137,9 @@ def test_lms_export_leaves_manual_points_out_and_says_so(tmp_path):
     )
     with open(tmp_path / "canvas.csv") as f:
         rows = list(csv.reader(f))
-    assert rows[0][5:] == ["01_tiny"] and rows[1][5:] == ["2"] and rows[2][5:] == ["2"], "the autograded score only"
-    (warning,) = [w for w in report.warnings if "marked by hand" in w]
-    assert "written answers of 01_tiny (3 points) are marked by hand and not in this export" in warning
+    assert rows[0][5:] == ["01_tiny"] and rows[1][5:] == ["5"] and rows[2][5:] == ["2"], "no mark yet"
+    (warning,) = [w for w in report.warnings if "not all marked" in w]
+    assert warning.startswith("1 submission with written answers not all marked yet (01_tiny: 1)")
 
 
 def test_the_marking_notebook_shows_answers_as_plain_text_and_runs_nothing():
@@ -226,7 +226,9 @@ def test_autograde_keeps_the_auto_total_and_records_the_manual_points(graded):
     export = run_cli(
         "export-grades", root / "grades", "--format", "gradescope", "--out", root / "gs", "--notebooks", root / "nbs"
     )
-    assert export.returncode == 0 and "written answers of 01_tensor" in export.stderr, export.stderr
+    assert export.returncode == 0 and "2 submissions with written answers not all marked" in export.stderr, (
+        export.stderr
+    )
 
 
 @pytest.mark.slow
