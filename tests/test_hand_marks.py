@@ -8,14 +8,15 @@ import os
 import shutil
 import time
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import REPO, run_cli
 from grading.autograde import Row, apply_late, write_gradebook, write_table
 from grading.late import Late
-from grading.lms import export_grades
-from grading.marking import Marks
+from grading.lms import export_grades, mark_entry
+from grading.marking import Marks, revert_test_edit
 from grading.notebooks import read_notebook, write_notebook
 
 ASSIGNMENT = "01_tensor"
@@ -73,6 +74,22 @@ def test_an_export_without_a_marking_course_takes_the_gradebooks_marks(tmp_path)
     assert (ada[ASSIGNMENT], ada[f"Feedback for {ASSIGNMENT}"]) == ("7", "")
     assert (bo[ASSIGNMENT], bo[f"Feedback for {ASSIGNMENT}"]) == ("4", "written answers not marked yet")
     assert any(w.startswith("1 submission with written answers not all marked yet") for w in report.warnings)
+
+
+def test_an_export_recomputes_the_final_score_with_the_late_fraction():
+    entry = {"score": 13.0, "manual_points": 3, "penalty": 2.6, "penalty_fraction": 0.2, "final_score": 10.4}
+    mark_entry(entry, Marks(3, 3, []))
+    assert (entry["manual_score"], entry["penalty"], entry["final_score"]) == (3, 3.2, 12.8)
+
+
+def test_a_test_score_given_in_formgrader_is_cleared_and_said():
+    said = []
+    grade = SimpleNamespace(name="tensor_shapes", manual_score=0.0, extra_credit=0.5, needs_manual_grade=True)
+    revert_test_edit(grade, "ada", ASSIGNMENT, said.append)
+    assert (grade.manual_score, grade.extra_credit, grade.needs_manual_grade) == (None, None, False)
+    assert said == [
+        f"marking course: ada/{ASSIGNMENT}: test tensor_shapes was given 0 + 0.5 in formgrader, ignored: {EDITED}"
+    ]
 
 
 # -- Graded once: autograde, marks given in formgrader, autograde again ----------------------------------------------
