@@ -374,22 +374,34 @@ def write_gradebook(results, problems, path, answers=None, late=None, marked=Non
     write_atomic(path, json.dumps(book, indent=1, sort_keys=True))
 
 
+def student_percentages(rows):
+    """{student: final score as a % of the points available}, over the rows that have a score: a missing or
+    unreadable submission (a problem row) and one the grader could not grade are left out, not counted as 0 %.
+    Written answers count once they are in the marking course (their marks are in the final score)."""
+    totals = {}
+    for r in rows:
+        if r.problem or not r.graded:
+            continue
+        score, most = totals.get(r.student, (0.0, 0.0))
+        available = r.max_score + (r.manual_points if r.marks else 0.0)
+        totals[r.student] = (score + r.final_score, most + available)
+    return {student: 100 * s / m if m else 0.0 for student, (s, m) in totals.items()}
+
+
 def plot_distribution(rows, path):
-    "A histogram of each student's total, as a percentage of the points they could get; PNG, written atomically."
+    "A histogram of each student's final score, as a percentage of the points available; PNG, written atomically."
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    totals = {}
-    for r in rows:
-        score, most = totals.get(r.student, (0.0, 0.0))
-        totals[r.student] = (score + r.score, most + r.max_score)
-    percent = [100 * s / m if m else 0.0 for s, m in totals.values()]
+    percent = list(student_percentages(rows).values())
     figure, ax = plt.subplots(figsize=(6, 3.5))
     ax.hist(percent, bins=list(range(0, 101, 10)), color="#4a7bd0", edgecolor="white")
     ax.set_xlabel("total score (% of the points available)")
     ax.set_ylabel("students")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # whole students, never 0.5
     ax.set_title(f"Grade distribution ({len(percent)} students)")
     figure.tight_layout()
     tmp = Path(path).with_name(f".{Path(path).name}.tmp.png")
