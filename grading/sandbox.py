@@ -3,9 +3,11 @@
 bubblewrap (Debian package `bubblewrap`) makes new user, PID, mount, network, IPC, UTS and cgroup namespaces
 without root. Inside, the student's code sees:
 
-* a read-only view of the system's libraries (/usr), of Python and its packages, of the student's own package and of
-  the grader's two worker files, and nothing else of the machine: no grading folder, no submissions, no instructor
-  notebooks, no home folders;
+* a read-only view of the system's libraries (/usr) and of Python and its packages, and read-only copies of the
+  student's own package and of the grader's worker files (copied into the sandbox's own root through file
+  descriptors, so not even their paths outside show, in /proc/self/mountinfo or elsewhere), and nothing else of the
+  machine: no grading folder, no submissions, no instructor notebooks, no home folders;
+* a read-only root: only /tmp and home can be written, each a tmpfs of bounded size;
 * a private, empty /tmp and home (tmpfs, gone with the sandbox), no network (only its own loopback), its own PID 1;
 * a scrubbed environment, closed standard input, rlimits on memory, CPU time, file size and core dumps.
 
@@ -35,6 +37,7 @@ import resource
 import shutil
 import subprocess
 import sys
+from pathlib import Path, PurePosixPath
 
 from . import cgroup
 from .defaults import MEMORY_MB
@@ -202,9 +205,30 @@ def installed_answer_keys(dirs):
     return sorted({os.path.join(d, "tinytorch") for d in dirs if os.path.isdir(os.path.join(d, "tinytorch"))})
 
 
-def command(argv, binds, env=None, cwd="/tmp", tmpfs_mb=MEMORY_MB):
-    """The bwrap command line that runs `argv` in a fresh sandbox. `binds` is [(path outside, path inside)], all
-    read-only; `env` is added to a clean environment."""
+def copy_in(outside, inside, fds):
+    """bwrap arguments that copy a file or a folder tree into the sandbox's own root (`--dir`, `--file FD`), and the
+    descriptors they read (appended to `fds`; the caller passes and closes them). A copy, not a bind mount: a bind
+    mount shows its source path (the job's folder, the instructor's paths) in /proc/self/mountinfo."""
+    outside, args = Path(outside), []
+    if not outside.is_dir():
+        fds.append(os.open(outside, os.O_RDONLY))
+        return ["--file", str(fds[-1]), str(inside)]
+    for folder, subfolders, files in os.walk(outside, followlinks=True):
+        subfolders.sort()
+        target = PurePosixPath(inside) / Path(folder).relative_to(outside).as_posix()
+        args += ["--dir", str(target)]
+        for name in sorted(files):
+            fds.append(os.open(Path(folder) / name, os.O_RDONLY))
+            args += ["--file", str(fds[-1]), str(target / name)]
+    return args
+
+
+def command(argv, binds, env=None, cwd="/tmp", tmpfs_mb=MEMORY_MB, fds=None):
+    """The bwrap command line that runs `argv` in a fresh sandbox. `binds` is [(path outside, path inside)]: each is
+    copied into the sandbox's root, which is then made read-only; `fds` collects the descriptors the copies read
+    (needed when there are binds). `env` is added to a clean environment."""
+    if binds and fds is None:
+        raise ValueError("command(): binds are copied in through file descriptors; pass a list as fds")
     args = [
         "bwrap",
         "--unshare-all",
@@ -238,7 +262,8 @@ def command(argv, binds, env=None, cwd="/tmp", tmpfs_mb=MEMORY_MB):
     for path in installed_answer_keys(python):
         args += ["--tmpfs", path]
     for outside, inside in binds:
-        args += ["--ro-bind", str(outside), str(inside)]
+        args += copy_in(outside, inside, fds)
+    args += ["--remount-ro", "/"]  # the root tmpfs has no size limit: nothing may be written outside /tmp and home
     args += ["--chdir", cwd]
     for name, value in {**BASE_ENV, **python_env(), **(env or {})}.items():
         args += ["--setenv", name, str(value)]
@@ -324,9 +349,13 @@ def start(
     """Start `argv` in a fresh sandbox (or, unsandboxed, with the limits only, in an empty temporary folder, as the
     student user where one is set: use_student_user). The caller must end it with `stop()`, which kills everything
     inside."""
-    user = None
+    user, copied = None, []
     if sandboxed:
-        full, workdir = command(argv, binds, env, cwd=cwd, tmpfs_mb=memory_mb), None
+        try:
+            full, workdir = command(argv, binds, env, cwd=cwd, tmpfs_mb=memory_mb, fds=copied), None
+        except BaseException:
+            close_all(copied)
+            raise
     else:
         user = student_id(STUDENT_USER["name"]) if STUDENT_USER["name"] else None
         full, env, workdir = unsandboxed(argv, env or {}, user)
@@ -337,7 +366,7 @@ def start(
             stdin=subprocess.DEVNULL,
             stdout=stdout or subprocess.DEVNULL,
             stderr=None if os.environ.get("TINYTORCH_DEBUG_SANDBOX") else stderr or subprocess.DEVNULL,
-            pass_fds=pass_fds,
+            pass_fds=(*pass_fds, *copied),
             preexec_fn=limiter(memory_mb, cpu_seconds, group, user=user),
             start_new_session=True,
             env=None if sandboxed else env,
@@ -347,8 +376,15 @@ def start(
         if group is not None:
             group.close()
         raise
+    finally:
+        close_all(copied)  # bwrap has its own copies of them
     process.unsafe_workdir, process.cgroups, process.student_user = workdir, group, user
     return process
+
+
+def close_all(fds):
+    for fd in fds:
+        os.close(fd)
 
 
 def stop(process):

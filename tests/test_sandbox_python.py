@@ -60,3 +60,29 @@ def test_a_folder_the_grader_puts_on_its_path_later_never_enters_the_sandbox(tmp
     assert str(reference) not in sandbox.search_path(), "a folder holding a course is refused wherever it comes from"
     argv = sandbox.command(["python"], binds=[])
     assert not any(str(tmp_path) in a for a in argv)
+
+
+@pytest.mark.skipif(sandbox.diagnose() is not None, reason="bwrap cannot run here")
+def test_the_sandbox_shows_no_path_of_the_grader_and_its_root_is_read_only(tmp_path):
+    "What the grader copies in keeps its contents, not its path; outside /tmp and home nothing can be written."
+    job = tmp_path / "OUT" / ".grading" / "jobs" / "ada__04"
+    (job / "pkg").mkdir(parents=True)
+    (job / "pkg" / "answer.py").write_text("x = 42\n")
+    code = (
+        "import sys; sys.path.insert(0, '/student'); import answer; print(answer.x)\n"
+        "print(open('/proc/self/mountinfo').read())\n"
+        "open('/tmp/ok', 'w').write('1')\n"
+        "for p in ('/x', '/student/answer.py', '/student/new.py'):\n"
+        "    try: open(p, 'w').write('1'); print('WROTE', p)\n"
+        "    except OSError as e: print('refused', p, e.errno)\n"
+    )
+    fds = []
+    try:
+        argv = sandbox.command([sandbox.interpreter(), "-I", "-c", code], [(job / "pkg", "/student")], fds=fds)
+        ran = subprocess.run(argv, pass_fds=fds, capture_output=True, text=True, timeout=120)
+    finally:
+        sandbox.close_all(fds)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("42\n")
+    assert str(tmp_path) not in ran.stdout and ".grading" not in ran.stdout
+    assert "WROTE" not in ran.stdout and ran.stdout.count("refused") == 3

@@ -132,14 +132,23 @@ def test_an_oversized_message_is_refused_before_it_is_read():
         wire.unpack(io.BytesIO(struct.pack("<Q", wire.MAX_MESSAGE + 1)).read)
 
 
-def test_the_sandbox_starts_from_an_empty_environment_and_new_namespaces():
-    argv = sandbox.command(["python", "-c", "pass"], binds=[("/some/package", "/student")], env={"PYTHONPATH": "/x"})
+def test_the_sandbox_starts_from_an_empty_environment_and_new_namespaces(tmp_path):
+    (tmp_path / "tinytorch").mkdir()
+    (tmp_path / "tinytorch" / "ops.py").write_text("x = 1\n")
+    fds = []
+    try:
+        argv = sandbox.command(["python", "-c", "pass"], [(tmp_path, "/student")], {"PYTHONPATH": "/x"}, fds=fds)
+    finally:
+        sandbox.close_all(fds)
     assert argv[0] == "bwrap" and {"--unshare-all", "--unshare-user", "--die-with-parent", "--clearenv"} <= set(argv)
     names = {argv[i + 1] for i, a in enumerate(argv) if a == "--setenv"}
     assert names == set(sandbox.BASE_ENV) | {"PYTHONPATH", "TINYTORCH_SEARCH_PATH"}
     binds = [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--bind"]
     assert not binds, "nothing outside is writable from inside"
-    assert ("/some/package", "/student") in [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert str(tmp_path) not in argv, "the student's package is copied in, not bound: its path outside never shows"
+    copied = [argv[i + 2] for i, a in enumerate(argv) if a == "--file"]
+    assert copied == ["/student/tinytorch/ops.py"] and len(fds) == 1
+    assert argv[argv.index("--remount-ro") + 1] == "/" and argv.index("--remount-ro") > argv.index("--file")
 
 
 def test_the_exercises_are_the_functions_with_a_solution_region():
