@@ -462,8 +462,8 @@ def test_empty_batches():
     assert gradcheck(lambda x: (x @ Tensor(np.ones((3, 2)))).sum(axis=0) + A.relu(x).mean(axis=1).sum(), [x])
 
 
-# Rules whose gradient keeps a float32 input's dtype. Not yet Pow, Mean, Sigmoid, Tanh, MSE, BCE and CrossEntropy: they
-# combine a Tensor with a Python number, which Tensor._lift makes a float64/int64 array, so NumPy promotes to float64.
+# Every rule keeps a float32 input's gradient float32 (Python numbers next to a float32 Tensor take its dtype:
+# Tensor._lift, NumPy 2's rule); check_backward fails on a promoted gradient. The table holds every rule of the package.
 F32_RULES = [
     (E.AddBackward, np.add, [(2, 3), (3,)], {}),
     (E.SubBackward, np.subtract, [(2, 3), (3,)], {}),
@@ -481,6 +481,37 @@ F32_RULES = [
     (C.Conv2dBackward, C.conv2d_forward, [(2, 2, 5, 4), (3, 2, 3, 2), (3,)], {"padding": 1}),
     (C.MaxPool2dBackward, lambda x: C.window(x, 2).max(axis=-1), [(2, 3, 4, 6)], {}),
     (M.EmbeddingBackward, lambda w, ids: w[ids], [(5, 3)], {"ids": np.array([[1, 1], [4, 1]])}),
+    (E.MaskedFillBackward, lambda a, mask: np.where(mask, 7.0, a), [(2, 2)], {"mask": np.eye(2, dtype=bool)}),
+    (R.MeanBackward, np.mean, [(2, 3)], {"axis": 0, "keepdims": False}),
+    (A.TanhBackward, np.tanh, [(3, 4)], {}),
+    (A.GELUBackward, lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))), [(3, 4)], {}),
+    (C.AvgPool2dBackward, lambda x, **o: C.window(x, 2, None).mean(axis=-1), [(2, 3, 4, 6)], {"kernel_size": 2}),
+    (L.MSEBackward, lambda p, t: np.mean((p - t) ** 2), [(3, 2), (3, 2)], {}),
+    (
+        lambda values, index: R.ScatterAddBackward(values, index),
+        lambda v, index: R.scatter_add(Tensor(v), index, (4, 2)).data,
+        [(3, 2)],
+        {"index": np.array([0, 2, 2])},
+    ),
+]
+# Rules whose inputs must lie in a range (positive, probabilities, labels): (rule, forward, inputs, options).
+F32_RANGED = [
+    (E.DivBackward, np.divide, [np.float32([[1.5, -2.0, 0.5]]), np.float32([0.5, 2.0, -1.25])], {}),
+    (E.PowBackward, lambda a, exponent: a**exponent, [np.float32([0.5, 1.5, 2.0])], {"exponent": 2.5}),
+    (E.LogBackward, np.log, [np.float32([0.5, 1.5, 2.0])], {}),
+    (A.SigmoidBackward, A._stable_sigmoid, [np.float32([[-3.0, 0.0, 2.5]])], {}),
+    (
+        L.BCEBackward,
+        lambda p, t: -np.mean(t * np.log(p) + (1 - t) * np.log(1 - p)),
+        [np.float32([0.2, 0.7, 0.9]), np.float32([0.0, 1.0, 0.5])],
+        {},
+    ),
+    (
+        L.CrossEntropyBackward,
+        lambda z, y: -np.mean(A._stable_log_softmax(z, 1)[np.arange(len(y)), y]),
+        [np.float32([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]]), np.array([2, 0])],
+        {},
+    ),
 ]
 
 
@@ -489,6 +520,28 @@ def test_float32_gradients_stay_float32(rule, forward, shapes, options):
     rng = np.random.default_rng(9)
     inputs = [rng.normal(size=s).astype(np.float32) for s in shapes]
     assert check_backward(rule, forward, inputs, **options)
+
+
+@pytest.mark.parametrize("rule, forward, inputs, options", F32_RANGED, ids=[r[0].__name__ for r in F32_RANGED])
+def test_float32_gradients_stay_float32_for_rules_with_ranged_inputs(rule, forward, inputs, options):
+    assert check_backward(rule, forward, inputs, **options)
+
+
+def test_every_backward_rule_is_in_the_float32_tables():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import tinytorch.core
+
+    rules = {
+        name
+        for info in pkgutil.iter_modules(tinytorch.core.__path__)
+        for name, value in vars(importlib.import_module(f"tinytorch.core.{info.name}")).items()
+        if inspect.isclass(value) and issubclass(value, E.Function) and value is not E.Function
+    }
+    tabled = {getattr(r[0], "__name__", "") for r in F32_RULES + F32_RANGED} | {"ScatterAddBackward"}
+    assert rules - tabled == set(), "every backward rule must keep float32 float32: add it to F32_RULES"
 
 
 def test_float32_through_the_engine():

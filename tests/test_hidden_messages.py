@@ -26,3 +26,32 @@ def test_the_same_error_in_a_visible_test_and_the_tests_own_messages_stay_whole(
     hidden = {"id": "h", "source": "assert False, 'expected 2.5 for a (3, 4) input'"}
     assert run_cell(hidden, {}, 10, hidden=True) == (False, "AssertionError: expected 2.5 for a (3, 4) input")
     assert wire.EXCEPTIONS["ValueError"] is ValueError
+
+
+CHECKERS = {"check_backward", "gradcheck"}  # they raise a GradcheckError that names the rule, input and index
+WITH_MESSAGES = [f"0{n}" for n in range(1, 9)]  # 09-14: issue 24, being rewritten as chapters
+
+
+def bare_asserts(source):
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assert) and node.msg is None:
+            call = node.test if isinstance(node.test, ast.Call) else None
+            if call is None or getattr(call.func, "id", getattr(call.func, "attr", "")) not in CHECKERS:
+                yield f"line {node.lineno}: assert {ast.unparse(node.test)}"
+
+
+def test_no_test_cell_fails_with_a_bare_assertion_error():
+    "A failing check says what was computed from which input and what was expected, never just 'AssertionError:'."
+    from conftest import REPO
+    from grading.notebooks import read_notebook
+
+    bare = []
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        if path.name[:2] not in WITH_MESSAGES:
+            continue
+        for cell in read_notebook(path).cells:
+            if cell.cell_type == "code" and cell.source.startswith("# test:"):
+                bare += [f"{path.name} {cell.source.splitlines()[0]} {b}" for b in bare_asserts(cell.source)]
+    assert not bare, "asserts without a message:\n" + "\n".join(bare)

@@ -295,6 +295,20 @@ MUTANTS = [
         "return (scatter_add(grad_output, self.ids, weight.shape),)",
         "return (scatter_add(grad_output / max(self.ids.size, 1), self.ids, weight.shape),)",
     ),
+    (
+        "02_function",
+        "attach",
+        "extras dropped",
+        "result._grad_fn = function_cls(*inputs, **extras)",
+        "result._grad_fn = function_cls(*inputs)",
+    ),
+    (
+        "03_gradcheck",
+        "numerical_grad",
+        "element not put back before the next is nudged",
+        "            flat[j] = original\n            grad[j]",
+        "            grad[j]",
+    ),
 ]
 
 # Bugs students write (issue 14), not edits of the reference: in-place writes, aliasing, edge values, hand-rolled steps.
@@ -467,6 +481,21 @@ STUDENT_BUGS = [
         "return (scatter_add(grad_output, self.ids, weight.shape),)",
         "out = np.zeros(weight.shape)\n        out[self.ids] += grad_output.data\n        return (Tensor(out),)",
     ),
+    (
+        "02_function",
+        "attach",
+        "records only when the first input needs a gradient",
+        "any(requires_grad(t) for t in inputs)",
+        "requires_grad(inputs[0])",
+    ),
+    (
+        "03_gradcheck",
+        "numerical_grad",
+        "forward differences",
+        "flat[j] = original - eps\n            minus = value()\n            flat[j] = original\n"
+        "            grad[j] = (plus - minus) / (2 * eps)",
+        "flat[j] = original\n            minus = value()\n            grad[j] = (plus - minus) / eps",
+    ),
 ]
 MUTANTS += STUDENT_BUGS
 
@@ -605,6 +634,21 @@ ALTERNATIVES = [
         "cross-entropy with the one-hot rows set by index",
         "one_hot = np.eye(logits.shape[1], dtype=logits.dtype)[labels]",
         "one_hot = np.zeros(logits.shape, dtype=logits.dtype)\n        one_hot[np.arange(len(labels)), labels] = 1",
+    ),
+    (
+        "02_function",
+        "attach with an explicit loop over the inputs",
+        "if _grad_enabled and any(requires_grad(t) for t in inputs):",
+        "needed = False\n    for t in inputs:\n        if getattr(t, 'requires_grad', False):\n            needed = True\n"
+        "    if needed and is_grad_enabled():",
+    ),
+    (
+        "03_gradcheck",
+        "numerical_grad restoring a saved copy of the whole array",
+        "original = flat[j]\n            flat[j] = original + eps\n            plus = value()\n            flat[j] = original - eps\n            minus = value()\n            flat[j] = original\n            grad[j] = (plus - minus) / (2 * eps)",
+        "saved = flat.copy()\n            flat[j] += eps\n            plus = value()\n            flat[:] = saved\n"
+        "            flat[j] -= eps\n            minus = value()\n            flat[:] = saved\n"
+        "            grad[j] = (plus - minus) / (2 * eps)",
     ),
 ]
 
