@@ -36,7 +36,8 @@ def _crop(grad, widths):
 
 
 def im2col(x, kh, kw, stride=1):
-    "The kh×kw windows of x (N, C, H, W), every `stride` pixels, as rows: (N·H'·W', C·kh·kw), and the size (H', W')."
+    """The kh×kw windows of x (N, C, H, W), every `stride` pixels, as rows: (N·H'·W', C·kh·kw), and the size (H', W').
+    The windows are a view of x; the rows are a copy, about kh·kw times x's bytes at stride 1."""
     windows = sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]  # (N, C, H', W', kh, kw)
     n, c, out_h, out_w = windows.shape[:4]
     rows = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * out_h * out_w, c * kh * kw)
@@ -87,7 +88,8 @@ def dilate(g, out_hw, stride):
 
 
 class Conv2dBackward(Function):
-    "out = conv2d(x, w, b):  grad_w = gᵀ @ im2col(x),  grad_x = col2im(g @ w),  grad_b = Σ g"
+    """out = conv2d(x, w, b): from g (N, F, H', W'), the gradients of x (N, C, H, W), w (F, C, kh, kw) and b (F,), in
+    that order (no bias, no third gradient)."""
 
     twice_differentiable = False
 
@@ -142,7 +144,7 @@ def max_pool2d(x, kernel_size=2, stride=None):
 
 
 class MaxPool2dBackward(Function):
-    "out = max over each k×k window:  the gradient goes to the window's (first) maximum"
+    "out = max_pool2d(x), the maximum of each k×k window: from g (N, C, H', W'), the gradient of x (N, C, H, W)"
 
     twice_differentiable = False
 

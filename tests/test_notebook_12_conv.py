@@ -1,0 +1,89 @@
+"""Notebook 12's text held against the code (issue 23, points 1 and 5), and its CNN test independent of the cell
+before it (issue 24): a wrong `Conv2dBackward` fails `cnn_digits` with its own error, not with `NameError: history`."""
+
+import numpy as np
+from test_notebook_errors import cell_source, notebook_text, with_solution
+
+from conftest import REPO
+from grading.notebooks import read_notebook
+from tinytorch.core.autograd import enable_autograd
+from tinytorch.core.conv import Conv2dBackward, conv2d, im2col, max_pool2d
+from tinytorch.core.tensor import Tensor
+
+
+def test_the_worked_1d_convolution_of_the_text_is_what_the_engine_computes():
+    enable_autograd()
+    x = Tensor(np.array([[[[1.0, 2.0, 3.0, 4.0]]]]), requires_grad=True)
+    w = Tensor(np.array([[[[1.0, -1.0]]]]), requires_grad=True)
+    b = Tensor(np.array([0.5]), requires_grad=True)
+    y = conv2d(x, w, b)
+    assert np.allclose(y.data.ravel(), [-0.5, -0.5, -0.5])
+    (y * Tensor(np.array([[[[1.0, 0.0, 2.0]]]]))).sum().backward()
+    assert np.allclose(w.grad.data.ravel(), [7, 10]) and np.allclose(b.grad.data, [3])
+    assert np.allclose(x.grad.data.ravel(), [1, -1, 2, -2])
+    text = cell_source("12_conv", "c12-006")
+    for stated in ["[7, 10]", "[1, -1, 2, -2]", "= 3$", "[-0.5, -0.5, -0.5]"]:
+        assert stated in text, stated
+
+
+def test_the_im2col_example_and_its_memory_blow_up_are_what_the_text_states():
+    rows, out_hw = im2col(np.arange(9.0).reshape(1, 1, 3, 3), 2, 2)
+    assert rows.tolist() == [[0, 1, 3, 4], [1, 2, 4, 5], [3, 4, 6, 7], [4, 5, 7, 8]] and out_hw == (2, 2)
+    text = cell_source("12_conv", "c12-004")
+    assert "no copy" not in text and "8.4 MB" in text and "65.4 MB" in text
+    n, h = 1344, 28  # the text's batch of 28×28 float64 images and a 3×3 kernel: rows of (h - 2)² windows of 9
+    assert round(n * h * h * 8 / 1e6, 1) == 8.4 and round(n * (h - 2) ** 2 * 9 * 8 / 1e6, 1) == 65.4
+    x = np.zeros((64, 3, 32, 32))  # the measuring cell's batch, padding 1
+    padded_rows, _ = im2col(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), 3, 3)
+    measured = cell_source("12_conv", "c12-measure-md")
+    assert "size=(64, 3, 32, 32)" in cell_source("12_conv", "c12-measure")
+    assert f"{padded_rows.nbytes / 1e6:.1f} MB for a {x.nbytes / 1e6:.1f} MB input" in measured
+
+
+def test_the_max_pooling_example_of_the_text_is_what_the_engine_computes():
+    enable_autograd()
+    x = Tensor(np.array([[[[1.0, 5.0, 2.0, 0.0], [3.0, 4.0, 7.0, 7.0]]]]), requires_grad=True)
+    out = max_pool2d(x, 2)
+    assert out.data.ravel().tolist() == [5, 7]
+    (out * Tensor(np.array([[[[10.0, 20.0]]]]))).sum().backward()
+    assert x.grad.data[0, 0].tolist() == [[0, 10, 0, 0], [0, 0, 20, 0]]
+    assert "`[[0, 10, 0, 0], [0, 0, 20, 0]]`" in cell_source("12_conv", "c12-010")
+
+
+def test_the_released_conv_docstring_states_no_gradient_formula():
+    doc = Conv2dBackward.__doc__
+    assert "@" not in doc and "col2im" not in doc and "Σ" not in doc
+
+
+def run_until(stop_grade_id, solution):
+    """Run notebook 12's code cells in order in one namespace, as nbgrader does (a failing cell does not stop the
+    run), with `solution` as Conv2dBackward's; return the exception raised by the cell graded `stop_grade_id`."""
+    namespace = {"__name__": "__main__"}
+    for cell in read_notebook(REPO / "notebooks" / "12_conv.ipynb").cells:
+        if cell.cell_type != "code":
+            continue
+        source = with_solution(cell.source, solution) if cell.get("id") == "c12-007" else cell.source
+        try:
+            exec(compile(source, cell.get("id"), "exec"), namespace)
+        except Exception as error:  # noqa: BLE001  (a failing cell, as in a student's run)
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == stop_grade_id:
+                return error
+        else:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == stop_grade_id:
+                return None
+    raise AssertionError(f"no cell graded {stop_grade_id}")
+
+
+def test_a_conv_rule_giving_the_wrong_shape_fails_cnn_digits_with_its_own_error_not_a_missing_history():
+    unshaped = (
+        "grad_w = g_rows.T @ rows\n"  # (F, C·kh·kw), not w.shape
+        "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
+        "grad_b = g.sum(axis=(0, 2, 3))"
+    )
+    error = run_until("cnn_digits", unshaped)
+    assert error is not None and not isinstance(error, NameError), repr(error)
+
+
+def test_notebook_12_has_three_questions_a_measuring_question_and_a_summary():
+    text = notebook_text("12_conv")
+    assert text.count("<!-- answer: ") == 4 and "## Summary" in text
