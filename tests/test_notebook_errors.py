@@ -90,7 +90,7 @@ def test_an_update_in_place_is_harmless_after_backward_and_wrong_between_forward
 
 
 def test_linear_weights_have_the_standard_deviation_notebook_09_gives_one_over_root_three_fan_in():
-    assert "1/(3n)" in cell_source("09_nn", "c09-006")
+    assert "1/(3n)" in cell_source("09_nn", "c09-init-md")
     fan_in = 256
     std = Linear(fan_in, 256, seed=0).weight.data.std()
     assert abs(std / (1 / np.sqrt(3 * fan_in)) - 1) < 0.1, std

@@ -1,0 +1,82 @@
+"""Notebook 09's claims about initialisation, held against the code, and its test cells held against the wrong
+versions of its exercises that readers found passing them (issue 23, point 5; issue 24): a `parameters()` that looks
+only one level deep, and a `Linear` whose bias is a row, so that one sample comes back with shape (1, out)."""
+
+import numpy as np
+import pytest
+from test_notebook_errors import cell_source, notebook_text, with_solution
+
+from tinytorch.core.nn import Linear
+
+GIVEN = ["c09-002", "c09-003", "c09-005", "c09-007", "c09-009", "c09-init"]
+
+
+def rms_through_relu_layers(init, depth, width=512, batch=256):
+    "Root mean square of each layer's output for unit-normal inputs, NumPy only, the biases left out."
+    h = np.random.default_rng(0).normal(size=(batch, width))
+    found = []
+    for i in range(depth):
+        h = np.maximum(h @ Linear(width, width, seed=i, init=init).weight.data.T, 0)
+        found.append(np.sqrt(np.mean(h**2)))
+    return np.array(found)
+
+
+def test_the_default_initialisation_shrinks_relu_activations_by_root_six_per_layer_and_he_keeps_them():
+    text = cell_source("09_nn", "c09-init-md")
+    assert "does not grow with the width" not in notebook_text("09_nn"), "the default shrinks the scale"
+    assert "\\sqrt 6" in text
+    default = rms_through_relu_layers("default", 4)
+    assert np.allclose(default[1:] / default[:-1], 1 / np.sqrt(6), rtol=0.1), default
+    assert np.isclose(default[0], 1 / np.sqrt(6), rtol=0.1), default
+    he = rms_through_relu_layers("he", 10)
+    assert np.all((he > 0.8) & (he < 1.25)), he
+
+
+def notebook_09_with(cell_id, solution):
+    "The given cells of notebook 09 run in a fresh namespace, with `solution` as the student's part of `cell_id`."
+    namespace = {}
+    for given in GIVEN:
+        source = cell_source("09_nn", given)
+        exec(with_solution(source, solution) if given == cell_id and solution else source, namespace)
+    return namespace
+
+
+def failing_tests(namespace, tests):
+    "The names of the notebook's test cells (visible and hidden) that raise in `namespace`."
+    failed = []
+    for name in tests:
+        cell = next(c for c in ("c09-011", "c09-012", "c09-013", "c09-014") if name in cell_source("09_nn", c))
+        try:
+            exec(cell_source("09_nn", cell), dict(namespace))
+        except Exception:  # noqa: BLE001 - any failure of a test cell counts as caught
+            failed.append(name)
+    return failed
+
+
+ONE_LEVEL = """if isinstance(value, Tensor) and value.requires_grad:
+    found.append(value)
+elif isinstance(value, Module):
+    found.extend(v for v in vars(value).values() if isinstance(v, Tensor) and v.requires_grad)
+elif isinstance(value, (list, tuple)):
+    for item in value:
+        visit(item)"""
+
+ROW_BIAS = """out = x @ self.weight.T
+return out + self.bias.reshape(1, -1) if self.bias is not None else out"""
+
+
+@pytest.mark.parametrize(
+    "cell_id, solution, tests",
+    [
+        ("c09-005", ONE_LEVEL, ["parameters", "parameters_hidden"]),
+        ("c09-007", ROW_BIAS, ["linear_seed_example", "linear_hidden"]),
+    ],
+    ids=["parameters one level deep", "Linear with a (1, out) bias"],
+)
+def test_the_visible_and_the_hidden_test_of_notebook_09_each_catch_a_wrong_version(cell_id, solution, tests):
+    assert failing_tests(notebook_09_with(cell_id, None), tests) == [], "the reference solution passes"
+    assert failing_tests(notebook_09_with(cell_id, solution), tests) == tests
+
+
+def test_notebook_09_does_not_give_linear_s_answer_in_its_released_text():
+    assert "x @ Wᵀ" not in notebook_text("09_nn") and "x @ self.weight.T" not in cell_source("09_nn", "c09-006")
