@@ -309,6 +309,41 @@ MUTANTS = [
         "            flat[j] = original\n            grad[j]",
         "            grad[j]",
     ),
+    (
+        "13_embedding",
+        "sparse_rows",
+        "repeated ids added once (buffered +=)",
+        "np.add.at(values, inverse, grad.reshape(-1, grad.shape[-1]))",
+        "values[inverse] += grad.reshape(-1, grad.shape[-1])",
+    ),
+    (
+        "13_embedding",
+        "sparse_rows",
+        "values float64 whatever the gradient's dtype",
+        "values = np.zeros((len(rows), grad.shape[-1]), dtype=grad.dtype)",
+        "values = np.zeros((len(rows), grad.shape[-1]))",
+    ),
+    (
+        "13_embedding",
+        "sparse_rows",
+        "repeated ids averaged",
+        "return rows, values",
+        "return rows, values / np.bincount(inverse, minlength=len(rows)).reshape(-1, 1)",
+    ),
+    (
+        "13_embedding",
+        "tied_gradient",
+        "the output projection's use only",
+        "return output_use + input_use",
+        "return output_use",
+    ),
+    (
+        "13_embedding",
+        "tied_gradient",
+        "the lookup's use only",
+        "return output_use + input_use",
+        "return input_use",
+    ),
 ]
 
 # Bugs students write (issue 14), not edits of the reference: in-place writes, aliasing, edge values, hand-rolled steps.
@@ -496,6 +531,27 @@ STUDENT_BUGS = [
         "            grad[j] = (plus - minus) / (2 * eps)",
         "flat[j] = original\n            minus = value()\n            grad[j] = (plus - minus) / eps",
     ),
+    (
+        "13_embedding",
+        "sparse_rows",
+        "one entry per position (rows repeat)",
+        "return rows, values",
+        "return ids.reshape(-1), grad.reshape(-1, grad.shape[-1])",
+    ),
+    (
+        "13_embedding",
+        "tied_gradient",
+        "grad_logits not flattened (fails on 2-D ids)",
+        "grad = grad_logits.reshape(-1, weight.shape[0])  # (N, V)",
+        "grad = grad_logits",
+    ),
+    (
+        "13_embedding",
+        "tied_gradient",
+        "input_use[ids] += (repeats counted once)",
+        "np.add.at(input_use, flat_ids, grad @ weight)",
+        "input_use[flat_ids] += grad @ weight",
+    ),
 ]
 MUTANTS += STUDENT_BUGS
 
@@ -649,6 +705,18 @@ ALTERNATIVES = [
         "saved = flat.copy()\n            flat[j] += eps\n            plus = value()\n            flat[:] = saved\n"
         "            flat[j] -= eps\n            minus = value()\n            flat[:] = saved\n"
         "            grad[j] = (plus - minus) / (2 * eps)",
+    ),
+    (
+        "13_embedding",
+        "sparse rows summed by a loop over the positions",
+        "np.add.at(values, inverse, grad.reshape(-1, grad.shape[-1]))",
+        "for position, number in enumerate(inverse):\n        values[number] += grad.reshape(-1, grad.shape[-1])[position]",
+    ),
+    (
+        "13_embedding",
+        "tied gradient through the one-hot matrix of the ids",
+        "return output_use + input_use",
+        "one_hot = np.eye(weight.shape[0])[flat_ids]\n    return grad.T @ looked_up + one_hot.T @ (grad @ weight)",
     ),
 ]
 
