@@ -158,6 +158,7 @@ class Session:
         self.resolve_class, self.make_callable = resolve_class, make_callable
         self.next_number, self.readonly, self.accept_new_classes = first_number, readonly, accept_new_classes
         self.local_classes = {}  # number -> a class made here for the other side's test-defined class
+        self.frozen = None  # the arrays of the message being read that the grader sent read-only ("ar")
 
     # -- sending --
     def encode(self, value, sending):
@@ -202,7 +203,8 @@ class Session:
         "[kind, payload] for an object's current state."
         if isinstance(value, np.ndarray):
             self.arrays.append(value)
-            return ["a", len(self.arrays) - 1]
+            frozen = self.make_callable is None and not value.flags.writeable  # the grader froze it (gradcheck)
+            return ["ar" if frozen else "a", len(self.arrays) - 1]
         if isinstance(value, list):
             return ["l", [self.encode(v, sending) for v in value]]
         if isinstance(value, dict):
@@ -269,6 +271,15 @@ class Session:
             isinstance(e, list) and len(e) == 3 and type(e[0]) is int and isinstance(e[1], str) for e in table
         ):
             raise WireError("a malformed object table")
+        if any(e[1] == "ar" for e in table):
+            if self.make_callable is None:
+                raise WireError("the worker marked an array read-only")  # only the grader's arrays can be
+            # A readonly call freezes every array, unless the grader froze only some: then exactly those, so that
+            # a gradient check that freezes one array at a time learns which one the rule writes into.
+            self.frozen = {e[0] for e in table if e[1] == "ar"}
+            table = [[e[0], "a", e[2]] if e[1] == "ar" else e for e in table]
+        else:
+            self.frozen = None
         new = [e for e in table if e[0] not in self.objects]
         made_arrays = {e[0] for e in new if e[1] == "a"}
         self._make_classes([e for e in new if e[1] == "c"])
@@ -327,7 +338,7 @@ class Session:
             if type(payload) is not int or not 0 <= payload < len(arrays):
                 raise WireError("a reference to a missing array")
             array = np.array(arrays[payload])
-            if self.readonly:
+            if self.readonly and (self.frozen is None or number in self.frozen):
                 array.flags.writeable = False
             return array
         if kind == "l":

@@ -160,3 +160,21 @@ def test_the_exercises_are_the_functions_with_a_solution_region():
         "accumulate",
         "run_backward",
     }
+
+
+def test_a_readonly_call_freezes_every_array_unless_the_grader_froze_only_some():
+    free, frozen = np.zeros(3), np.ones(3)
+    frozen.flags.writeable = False
+    got, _, _ = across({"g": np.zeros(3), "x": np.ones(3)}, readonly=True)
+    assert not got["g"].flags.writeable and not got["x"].flags.writeable, "nothing frozen by the grader: all are"
+    got, _, _ = across({"g": free, "x": frozen}, readonly=True)
+    assert got["g"].flags.writeable and not got["x"].flags.writeable, "the grader's choice is mirrored"
+    got, _, _ = across({"x": frozen})
+    assert got["x"].flags.writeable, "outside a readonly call nothing is frozen"
+
+
+def test_the_grader_refuses_an_array_the_worker_marks_read_only():
+    _, grader, worker = across({"x": np.ones(2)})
+    header = {"objects": [[verdict.WORKER_NUMBERS + 50, "ar", 0]], "values": {}}
+    with pytest.raises(wire.WireError, match="read-only"):
+        grader.receive(header, [np.zeros(2)])
