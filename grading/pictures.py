@@ -15,6 +15,7 @@ from .notebooks import REPO, read_notebook, write_notebook
 PICTURES = {
     "03_gradcheck": ["c03-018"],  # a correct and a wrong rule against the diagonal
     "06_autograd": ["c06-026", "c06-027"],  # the graphs of the worked examples
+    "10_optimizers": ["c10-paths"],  # SGD, momentum and Adam on a 2-D valley
     "11_training": ["c11-013"],  # loss and accuracy curves
     "15_viz": ["c15-009", "c15-010"],
 }
