@@ -16,6 +16,7 @@ PICTURES = {
     "03_gradcheck": ["c03-018"],  # a correct and a wrong rule against the diagonal
     "06_autograd": ["c06-026", "c06-027"],  # the graphs of the worked examples
     "09_nn": ["c09-depth"],  # activations and weight gradients through ten layers, by initialisation
+    "10_optimizers": ["c10-paths"],  # SGD, momentum and Adam on a 2-D valley
     "11_training": ["c11-013"],  # loss and accuracy curves
     "12_conv": ["c12-filters"],  # learned kernels and the feature maps of one digit
     "15_viz": ["c15-009", "c15-010"],

@@ -250,6 +250,57 @@ def test_adamw_shrinks_the_weights_apart_from_the_adam_step():
     assert np.array_equal(unused.data, [1.0, 1.0]), "a parameter without a gradient is left alone, as in PyTorch"
 
 
+def adam_reference(state, g, lr, eps=1e-8, b1=0.9, b2=0.999):
+    "One Adam step of state = (value, m, u, t), written from the paper."
+    value, m, u, t = state
+    t += 1
+    m, u = b1 * m + (1 - b1) * g, b2 * u + (1 - b2) * g * g
+    return value - lr * (m / (1 - b1**t)) / (np.sqrt(u / (1 - b2**t)) + eps), m, u, t
+
+
+def test_adam_counts_steps_per_parameter_and_adds_eps_after_the_square_root():
+    a, b = Tensor([1.0, -2.0], requires_grad=True), Tensor([0.5, 3.0, -1.0], requires_grad=True)
+    optimizer = Adam([a, b], lr=0.05)
+    a_state, b_state = (a.data.copy(), 0.0, 0.0, 0), (b.data.copy(), 0.0, 0.0, 0)
+    for step in range(4):
+        uses_b = step != 1  # b gets no gradient at the second step: it is skipped, and its count waits
+        optimizer.zero_grad()
+        ((a * a).sum() + ((b * b * b * b).sum() if uses_b else 0.0)).backward()
+        optimizer.step()
+        a_state = adam_reference(a_state, 2 * a_state[0], 0.05)
+        if uses_b:
+            b_state = adam_reference(b_state, 4 * b_state[0] ** 3, 0.05)
+    assert np.allclose(a.data, a_state[0]) and np.allclose(b.data, b_state[0])
+    assert optimizer.t == [4, 3], "one step count per parameter, as PyTorch keeps state['step']"
+    c = Tensor([0.05, -0.1, 0.2], requires_grad=True)
+    optimizer, c_state = Adam([c], lr=0.01, eps=0.1), (c.data.copy(), 0.0, 0.0, 0)
+    for _ in range(3):
+        optimizer.zero_grad()
+        (c * c).sum().backward()
+        optimizer.step()
+        c_state = adam_reference(c_state, 2 * c_state[0], 0.01, eps=0.1)
+    assert np.allclose(c.data, c_state[0]), "sqrt(u_hat) + eps, not sqrt(u_hat + eps)"
+
+
+def test_the_worked_examples_of_notebook_10_are_what_the_optimizers_compute():
+    def two_steps(optimizer_class, **options):
+        p = Tensor([2.0], requires_grad=True)
+        optimizer, seen = optimizer_class([p], lr=0.1, **options), []
+        for _ in range(2):
+            optimizer.zero_grad()
+            (p * p).sum().backward()
+            optimizer.step()
+            seen.append(float(p.data[0]))
+        return seen, optimizer
+
+    assert np.allclose(two_steps(SGD, momentum=0.5)[0], [1.6, 1.08])
+    assert np.allclose(two_steps(SGD)[0], [1.6, 1.28])
+    seen, adam = two_steps(Adam)
+    assert np.allclose(seen, [1.9, 1.800166], atol=1e-6)
+    assert np.allclose([adam.m[0][0], adam.u[0][0]], [0.74, 0.030424])
+    assert np.allclose([adam.m[0][0] / (1 - 0.9**2), adam.u[0][0] / (1 - 0.999**2)], [3.895, 15.22], atol=1e-3)
+
+
 # 5. Convolutions: stride and padding='same'; pooling with a stride; average pooling
 
 

@@ -495,6 +495,34 @@ STUDENT_BUGS = [
         "(Tensor(np.exp(logits.data) / np.exp(logits.data).sum(axis=1, keepdims=True)) - one_hot)",
     ),
     (
+        "10_optimizers",
+        "sgd",
+        "velocity rebound locally, never kept (plain gradient descent)",
+        "velocity *= self.momentum  # in place: no new array per step\n            velocity += grad\n            grad = velocity",
+        "grad = self.momentum * velocity + grad",
+    ),
+    (
+        "10_optimizers",
+        "sgd",
+        "velocity dampened by 1 - momentum",
+        "velocity += grad",
+        "velocity += (1 - self.momentum) * grad",
+    ),
+    (
+        "10_optimizers",
+        "adam",
+        "one step count shared by all parameters",
+        "self.t[i] += 1",
+        "self.t[0] += 1\n        self.t[i] = self.t[0]",
+    ),
+    (
+        "10_optimizers",
+        "adam",
+        "epsilon inside the square root",
+        "(np.sqrt(u_hat) + self.eps)",
+        "np.sqrt(u_hat + self.eps)",
+    ),
+    (
         "12_conv",
         "conv2d_backward",
         "bias gradient of the first sample only",
@@ -659,6 +687,14 @@ ALTERNATIVES = [
         "        jacobian = s_last[..., :, None] * (np.eye(s_last.shape[-1]) - s_last[..., None, :])   # ds_i/dx_j\n"
         "        grad = np.einsum('...ij,...i->...j', jacobian, g_last)\n"
         "        return (Tensor(np.moveaxis(grad, -1, self.axis)),)",
+    ),
+    (
+        "10_optimizers",
+        "Adam's running averages updated in place",
+        "self.m[i] = self.beta1 * self.m[i] + (1 - self.beta1) * grad\n"
+        "        self.u[i] = self.beta2 * self.u[i] + (1 - self.beta2) * grad * grad",
+        "self.m[i] *= self.beta1\n        self.m[i] += (1 - self.beta1) * grad\n"
+        "        self.u[i] *= self.beta2\n        self.u[i] += (1 - self.beta2) * grad * grad",
     ),
     (
         "07_activations",

@@ -37,7 +37,9 @@ class Optimizer:
 
 # %% ../../notebooks/10_optimizers.ipynb #c10-006
 class SGD(Optimizer):
-    "Stochastic gradient descent with momentum: v = μ v + g;  p -= lr · v."
+    """Stochastic gradient descent with momentum μ (PyTorch's form; μ = 0 is plain gradient descent).
+    update(i, p, grad) moves p.data in place and keeps parameter i's velocity, an array of p's shape, in
+    self.velocity[i]."""
 
     def __init__(self, parameters, lr=0.01, momentum=0.0, weight_decay=0.0):
         super().__init__(parameters, lr, weight_decay)
@@ -56,7 +58,8 @@ class SGD(Optimizer):
 
 # %% ../../notebooks/10_optimizers.ipynb #c10-008
 class Adam(Optimizer):
-    "Adam: bias-corrected running averages of the gradient and its square."
+    """Adam: a step per element from bias-corrected running averages of the gradient and of its square. The state of
+    parameter i is self.m[i] and self.u[i] (arrays of p's shape) and self.t[i], its number of updates."""
 
     def __init__(self, parameters, lr=0.001, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         super().__init__(parameters, lr, weight_decay)
