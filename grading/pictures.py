@@ -16,6 +16,7 @@ PICTURES = {
     "03_gradcheck": ["c03-018"],  # a correct and a wrong rule against the diagonal
     "06_autograd": ["c06-026", "c06-027"],  # the graphs of the worked examples
     "11_training": ["c11-013"],  # loss and accuracy curves
+    "14_higher_order": ["c14-035"],  # tanh and three derivatives, each by differentiating the one before
     "15_viz": ["c15-009", "c15-010"],
 }
 
