@@ -19,6 +19,7 @@ PICTURES = {
     "10_optimizers": ["c10-paths"],  # SGD, momentum and Adam on a 2-D valley
     "11_training": ["c11-013"],  # loss and accuracy curves
     "12_conv": ["c12-filters"],  # learned kernels and the feature maps of one digit
+    "14_higher_order": ["c14-035"],  # tanh and three derivatives, each by differentiating the one before
     "15_viz": ["c15-009", "c15-010"],
 }
 
