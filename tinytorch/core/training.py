@@ -54,7 +54,7 @@ def accuracy(logits, labels):
 
 # %% ../../notebooks/11_training.ipynb #c11-009
 def train_epoch(model, loss_fn, optimizer, X, y, batch_size=64, rng=None):
-    "One pass over the training data; returns the mean batch loss."
+    "One pass over the training data (X, y) in mini-batches; returns the mean batch loss as a float."
     rng = rng if rng is not None else np.random.default_rng(0)
     losses = []
     for inputs, labels in batches(X, y, batch_size, rng):
@@ -74,13 +74,45 @@ def evaluate(model, X, y):
         return accuracy(model(Tensor(X)), y)
 
 
-def fit(model, loss_fn, optimizer, X_train, y_train, X_test, y_test, epochs=30, batch_size=64, seed=0):
-    "Train for `epochs`; return the history of training loss and test accuracy per epoch."
-    rng, history = np.random.default_rng(seed), {"loss": [], "test_accuracy": []}
+def _recorded_accuracy(logits, labels, failures):
+    "accuracy(logits, labels) for the history; nan once it has raised (the first error is printed and kept)."
+    if failures:
+        return float("nan")
+    try:
+        return accuracy(logits, labels)
+    except Exception as error:  # any error of the exercise: the training it reports on goes on
+        failures.append(error)
+        print(f"accuracy raised {type(error).__name__}: {error}. Training goes on; the history records nan.")
+        return float("nan")
+
+
+def fit(
+    model,
+    loss_fn,
+    optimizer,
+    X_train,
+    y_train,
+    X_held_out,
+    y_held_out,
+    epochs=30,
+    batch_size=64,
+    seed=0,
+    held_out="test",
+):
+    """Train for `epochs`; return the history, one number per epoch under each key: "loss" (the epoch's mean batch
+    loss), "train_loss" and "train_accuracy" (the model after the epoch, on the training set), and the same on the
+    held-out set under f"{held_out}_loss" and f"{held_out}_accuracy"."""
+    rng, failures = np.random.default_rng(seed), []
+    sets = {"train": (X_train, y_train), held_out: (X_held_out, y_held_out)}
+    history = {"loss": [], **{f"{name}_{what}": [] for name in sets for what in ("loss", "accuracy")}}
     bar = progress(range(epochs), desc="training", unit="epoch")
     for _ in bar:
         history["loss"].append(train_epoch(model, loss_fn, optimizer, X_train, y_train, batch_size, rng))
-        history["test_accuracy"].append(evaluate(model, X_test, y_test))
+        for name, (X, y) in sets.items():
+            with no_grad():
+                logits = model(Tensor(X))
+                history[f"{name}_loss"].append(loss_fn(logits, y).item())
+            history[f"{name}_accuracy"].append(_recorded_accuracy(logits, y, failures))
         if hasattr(bar, "set_postfix"):
-            bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", test_acc=f"{history['test_accuracy'][-1]:.3f}")
+            bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", accuracy=f"{history[f'{held_out}_accuracy'][-1]:.3f}")
     return history
