@@ -29,7 +29,7 @@ def test_the_same_error_in_a_visible_test_and_the_tests_own_messages_stay_whole(
 
 
 CHECKERS = {"check_backward", "gradcheck"}  # they raise a GradcheckError that names the rule, input and index
-WITH_MESSAGES = [f"0{n}" for n in range(1, 9)]  # 09-14: issue 24, being rewritten as chapters
+WITH_MESSAGES = [f"{n:02d}" for n in range(1, 17)]  # every notebook
 
 
 def bare_asserts(source):
