@@ -203,36 +203,34 @@ def _store_if_retained(function, grad):
 
 def _call_rule(function, grad, create_graph):
     "Call one backward rule with the complete gradient of its result; return its gradients, checked."
-    name = type(function).__name__
     if function.saved_tensors is None:
         raise RuntimeError(
-            f"Trying to run backward through {name} a second time, but its graph was freed by the first backward(). "
-            "Call the first backward(retain_graph=True) if you need to go through the graph twice."
+            f"Trying to run backward through {type(function).__name__} a second time, but its graph was freed by "
+            "the first backward(). Call the first backward(retain_graph=True) if you need to go through the graph twice."
         )
     if _asked or function.retained_output is not None:  # grad() or retain_grad() wants this result's gradient
         _store_if_retained(function, grad)
     if create_graph and not function.twice_differentiable:
         raise RuntimeError(
-            f"{name} computes its gradient with raw NumPy, so it cannot be differentiated again: "
+            f"{type(function).__name__} computes its gradient with raw NumPy, so it cannot be differentiated again: "
             "create_graph=True is not supported through it."
         )
     grads = function.apply(grad)
     if not isinstance(grads, (tuple, list)) or len(grads) != len(function.saved_tensors):
         raise RuntimeError(
-            f"{name}.apply must return a tuple with one gradient per saved tensor "
+            f"{type(function).__name__}.apply must return a tuple with one gradient per saved tensor "
             f"({len(function.saved_tensors)}); it returned {grads!r:.100}"
         )
-    checked = list(grads)
-    for i, tensor in enumerate(function.saved_tensors):
-        if checked[i] is None:
-            continue
-        if not isinstance(checked[i], Tensor):
-            checked[i] = Tensor(checked[i])
-        if isinstance(tensor, Tensor) and checked[i].shape != tensor.shape:
+    checked = []
+    for i, (tensor, g) in enumerate(zip(function.saved_tensors, grads)):
+        if g is not None and not isinstance(g, Tensor):
+            g = Tensor(g)
+        if g is not None and isinstance(tensor, Tensor) and g.shape != tensor.shape:
             raise RuntimeError(
-                f"{name} returned a gradient of shape {checked[i].shape} for input {i} of shape {tensor.shape}. "
-                "A gradient has its input's shape: sum it over broadcast axes with unbroadcast."
+                f"{type(function).__name__} returned a gradient of shape {g.shape} for input {i} of shape "
+                f"{tensor.shape}. A gradient has its input's shape: sum it over broadcast axes with unbroadcast."
             )
+        checked.append(g)
     return checked
 
 # %% ../../notebooks/06_autograd.ipynb #c06-012
