@@ -439,7 +439,7 @@ def test_grad_of_an_intermediate_result_is_its_gradient_and_touches_no_grad():
     t = np.tanh(h.data)
     assert np.allclose(dh.data, t + h.data * (1 - t * t))
     assert np.allclose(dx.data, dh.data @ w.data.T) and du is None and np.allclose(dout.data, 1.0)
-    assert x.grad is None and w.grad is None and h.__dict__.get("grad") is None
+    assert x.grad is None and w.grad is None and h._grad is None
     (expected,) = numerical_grad(lambda v: np.sum(np.tanh(v) * v), [h.data])
     assert np.allclose(dh.data, expected, atol=1e-7)
 

@@ -118,7 +118,7 @@ def _init(self, data, dtype=None, requires_grad=False):
     if requires_grad and not np.issubdtype(self.data.dtype, np.floating):
         self.data = self.data.astype(np.float64)  # gradients need floating point numbers
     self.requires_grad = requires_grad
-    self.grad = None
+    self._grad = None  # read and written through the property .grad (below)
     self._grad_fn = None
 
 
@@ -179,34 +179,46 @@ def _own_copy(grad):
     return grad.copy()
 
 
+def _own(grad, stored):
+    """`grad` for one leaf's `.grad`: itself, or a copy if its memory is in `stored`, the memory of the gradients this
+    backward() has already stored (or if it is part of a new graph, or read-only). Copying only then saves a copy of
+    every weight's gradient per training step."""
+    memory = grad.data if grad.data.base is None else grad.data.base  # a view shares the memory of its base
+    if id(memory) in stored or grad.requires_grad or not grad.data.flags.writeable:
+        return _own_copy(grad)
+    stored.add(id(memory))
+    return grad
+
+
 def _store_if_retained(function, grad):
     """If the result `function` produced called retain_grad(), add its complete gradient to its `.grad`, as for a leaf;
     if grad() asked for that result, keep the gradient for grad()."""
     if id(function) in _asked:
         _asked[id(function)] = grad
-    retained = getattr(function, "retained_output", None)
-    tensor = retained() if retained is not None else None  # a weak reference: the rule does not keep its result alive
+    retained = function.retained_output  # a weak reference: the rule does not keep its result alive
+    tensor = retained() if retained is not None else None
     if tensor is not None and _keep_retained:
         tensor.grad = _own_copy(grad) if tensor.grad is None else tensor.grad + grad
 
 
 def _call_rule(function, grad, create_graph):
-    name = type(function).__name__
+    "Call one backward rule with the complete gradient of its result; return its gradients, checked."
     if function.saved_tensors is None:
         raise RuntimeError(
-            f"Trying to run backward through {name} a second time, but its graph was freed by the first backward(). "
-            "Call the first backward(retain_graph=True) if you need to go through the graph twice."
+            f"Trying to run backward through {type(function).__name__} a second time, but its graph was freed by "
+            "the first backward(). Call the first backward(retain_graph=True) if you need to go through the graph twice."
         )
-    _store_if_retained(function, grad)
+    if _asked or function.retained_output is not None:  # grad() or retain_grad() wants this result's gradient
+        _store_if_retained(function, grad)
     if create_graph and not function.twice_differentiable:
         raise RuntimeError(
-            f"{name} computes its gradient with raw NumPy, so it cannot be differentiated again: "
+            f"{type(function).__name__} computes its gradient with raw NumPy, so it cannot be differentiated again: "
             "create_graph=True is not supported through it."
         )
     grads = function.apply(grad)
     if not isinstance(grads, (tuple, list)) or len(grads) != len(function.saved_tensors):
         raise RuntimeError(
-            f"{name}.apply must return a tuple with one gradient per saved tensor "
+            f"{type(function).__name__}.apply must return a tuple with one gradient per saved tensor "
             f"({len(function.saved_tensors)}); it returned {grads!r:.100}"
         )
     checked = []
@@ -215,8 +227,8 @@ def _call_rule(function, grad, create_graph):
             g = Tensor(g)
         if g is not None and isinstance(tensor, Tensor) and g.shape != tensor.shape:
             raise RuntimeError(
-                f"{name} returned a gradient of shape {g.shape} for input {i} of shape {tensor.shape}. "
-                "A gradient has its input's shape: sum it over broadcast axes with unbroadcast."
+                f"{type(function).__name__} returned a gradient of shape {g.shape} for input {i} of shape "
+                f"{tensor.shape}. A gradient has its input's shape: sum it over broadcast axes with unbroadcast."
             )
         checked.append(g)
     return checked
@@ -226,8 +238,9 @@ def backward(
     self, grad_output: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False
 ) -> None:
     "Compute the gradient of this tensor with respect to every leaf, adding it to each leaf's `.grad`."
+    stored = set()  # the memory of the gradients stored so far: see _own
     for leaf, grad in run_backward(self, grad_output, retain_graph, create_graph):
-        leaf.grad = _own_copy(grad) if leaf.grad is None else leaf.grad + grad
+        leaf.grad = _own(grad, stored) if leaf.grad is None else leaf.grad + grad
 
 
 def grad(
@@ -280,7 +293,7 @@ def retain_grad(self) -> None:
 
 
 def _get_grad(self):
-    value = self.__dict__.get("grad")
+    value = self._grad
     if value is None and self._grad_fn is not None and not self.retains_grad:
         warnings.warn(
             f"this tensor (made by {type(self._grad_fn).__name__}) is not a leaf: backward() keeps gradients only "
@@ -295,7 +308,7 @@ def _get_grad(self):
 def _set_grad(self, value):
     if value is not None and not isinstance(value, Tensor):
         value = Tensor(value)  # x.grad = np.array(...) is kept as a Tensor, the way backward() stores it
-    self.__dict__["grad"] = value
+    self._grad = value
 
 
 NOTICE = "autograd enabled: Tensor now records operations for backward()"
@@ -317,7 +330,7 @@ def _patch_tensor():
     _PLAIN.update(plain)
     for name, tracked in TRACKED.items():
         setattr(Tensor, name, tracked)
-    Tensor.requires_grad, Tensor._grad_fn, Tensor.retains_grad = False, None, False
+    Tensor.requires_grad, Tensor._grad, Tensor._grad_fn, Tensor.retains_grad = False, None, None, False
     Tensor.grad = property(_get_grad, _set_grad)
     Tensor.backward, Tensor.zero_grad, Tensor.detach = backward, zero_grad, detach
     Tensor.requires_grad_, Tensor.retain_grad = requires_grad_, retain_grad
@@ -346,7 +359,9 @@ def topological_order(root: Tensor) -> list[Tensor]:
             continue
         visited.add(id(tensor))
         stack.append((tensor, True))
-        stack.extend((t, False) for t in inputs_of(tensor) if id(t) not in visited)
+        for t in inputs_of(tensor):
+            if id(t) not in visited:
+                stack.append((t, False))
     ### END SOLUTION
     return order[::-1]
 

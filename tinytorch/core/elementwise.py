@@ -13,6 +13,8 @@ from .tensor import Tensor
 # %% ../../notebooks/04_elementwise.ipynb #c04-004
 def unbroadcast(grad, shape):
     "Sum `grad` back to `shape`, undoing NumPy broadcasting."
+    if grad.shape == tuple(shape):  # nothing was broadcast, the common case: nothing to sum
+        return grad
     ### BEGIN SOLUTION
     extra = grad.ndim - len(shape)
     if extra > 0:

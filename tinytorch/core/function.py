@@ -15,6 +15,7 @@ class Function:
     "A backward rule: keeps what the forward pass saw, and maps grad_output to one gradient per input."
 
     twice_differentiable = True  # False for rules computed with raw NumPy (see notebook 14)
+    retained_output = None  # set by retain_grad() in notebook 06: a weak reference to the result it made
 
     def __init__(self, *tensors: Tensor) -> None:
         ### BEGIN SOLUTION
@@ -72,7 +73,7 @@ def requires_grad(tensor) -> bool:
 def attach(result: Tensor, function_cls: type[Function], *inputs, **extras) -> Tensor:
     "Record `function_cls(*inputs, **extras)` as the Function that produced `result`, if a gradient is needed."
     ### BEGIN SOLUTION
-    if _grad_enabled and any(requires_grad(t) for t in inputs):
+    if _grad_enabled and any(map(requires_grad, inputs)):
         result.requires_grad = True
         result._grad_fn = function_cls(*inputs, **extras)
     ### END SOLUTION

@@ -75,7 +75,7 @@ class Tensor:
         tensor `like` takes its dtype, as NumPy does (so x * 2 stays float32 when x is float32)."""
         if isinstance(value, Tensor):
             return value
-        if like is not None and isinstance(value, (int, float)) and np.issubdtype(like.dtype, np.floating):
+        if like is not None and isinstance(value, (int, float)) and like.dtype.kind == "f":  # a floating point dtype
             return Tensor(np.asarray(value, dtype=like.dtype))
         return Tensor(value)
 
@@ -235,7 +235,7 @@ def matmul_error(a_shape, b_shape):
 def as_tuple(args):
     "Let a method take f(2, 3) and f((2, 3)) alike: the arguments as one tuple."
     if len(args) == 1 and isinstance(args[0], (tuple, list, np.ndarray)):
-        return tuple(int(n) for n in args[0])  # np.argsort(axes) gives an array
+        return tuple(map(int, args[0]))  # np.argsort(axes) gives an array of NumPy integers
     return args
 
 
