@@ -548,7 +548,7 @@ STUDENT_BUGS = [
         "02_function",
         "attach",
         "records only when the first input needs a gradient",
-        "any(requires_grad(t) for t in inputs)",
+        "any(map(requires_grad, inputs))",
         "requires_grad(inputs[0])",
     ),
     (
@@ -707,7 +707,8 @@ ALTERNATIVES = [
         "topological order by Kahn's algorithm (in-degrees)",
         "while stack:\n        tensor, expanded = stack.pop()\n        if expanded:\n            order.append(tensor)\n"
         "            continue\n        if id(tensor) in visited:\n            continue\n        visited.add(id(tensor))\n"
-        "        stack.append((tensor, True))\n        stack.extend((t, False) for t in inputs_of(tensor) if id(t) not in visited)",
+        "        stack.append((tensor, True))\n        for t in inputs_of(tensor):\n            if id(t) not in visited:\n"
+        "                stack.append((t, False))",
         "nodes, todo = {id(root): root}, [root]\n    while todo:\n        for t in inputs_of(todo.pop()):\n"
         "            if id(t) not in nodes:\n                nodes[id(t)] = t\n                todo.append(t)\n"
         "    indegree = dict.fromkeys(nodes, 0)\n    for t in nodes.values():\n        for inp in inputs_of(t):\n"
@@ -730,7 +731,7 @@ ALTERNATIVES = [
     (
         "02_function",
         "attach with an explicit loop over the inputs",
-        "if _grad_enabled and any(requires_grad(t) for t in inputs):",
+        "if _grad_enabled and any(map(requires_grad, inputs)):",
         "needed = False\n    for t in inputs:\n        if getattr(t, 'requires_grad', False):\n            needed = True\n"
         "    if needed and is_grad_enabled():",
     ),
