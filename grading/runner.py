@@ -20,7 +20,10 @@ from .clock import Budget
 from .defaults import GRADER_MEMORY_MB
 from .notebooks import REPO
 
-JOB_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # a job per core, no more
+JOB_ENV = {
+    **{"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},  # a job per core, no more
+    "MPLBACKEND": "Agg",  # the instructor's figures are drawn in the job, for the page (grading.outputs)
+}
 
 
 class Interrupted(Exception):
@@ -71,9 +74,9 @@ class Runner:
             raise Interrupted()
         result = load_result(spec.result)
         if not finished:
-            if result is not None:  # the verdict was in: only the feedback run is missing
+            if result is not None:  # the verdict was in: only the feedback page is missing
                 result["note"] = "; ".join(
-                    n for n in [result["note"], f"no feedback: the notebook run took longer than {self.timeout} s"] if n
+                    n for n in [result["note"], f"no feedback: grading took longer than {self.timeout} s"] if n
                 )
                 return result, None
             return None, not_graded(
