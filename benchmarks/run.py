@@ -303,12 +303,32 @@ def bench_memory(rows, steps=10_000):
 # 5. Autograding throughput -------------------------------------------------------------------------------------------
 
 
+PARTS = ("start", "package", "sandbox", "imports", "student_code", "verdict", "page")  # grading.job.record_times
+
+# The instructor's notebook, its cells run once in one process with the reference package: the tests' own cost.
+TESTS_ONLY = """
+import json, sys, time
+import nbformat
+nb = nbformat.read(sys.argv[1], 4)
+space = {"__name__": "__main__"}
+start = time.perf_counter()
+for cell in nb.cells:
+    if cell.cell_type == "code":
+        exec(compile(cell.source, "<cell>", "exec"), space)
+print(json.dumps(time.perf_counter() - start))
+"""
+
+
 def bench_grading(rows):
-    "The demo's class (alice solved everything, bob handed in the release: 28 notebooks), one worker, then all cores."
+    """The demo's class (alice solved everything, bob handed in the release: 28 notebooks), one worker, then all cores;
+    with one worker, where each job's time went (grading.job.record_times), and what the tests themselves cost."""
+    import json
+    import subprocess
     import tempfile
 
     from grading.autograde import autograde
     from grading.demo import make_submissions
+    from grading.notebooks import course_notebooks
     from grading.release import release
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -316,7 +336,7 @@ def bench_grading(rows):
         release(tmp / "kit")
         make_submissions(tmp / "kit", tmp / "class")
         autograde(tmp / "class", tmp / "warm-up", workers=os.cpu_count())
-        timings = {}
+        timings, split = {}, tmp / "timings.jsonl"
         for workers in sorted({1, os.cpu_count() or 1}):
             # the gradebook and reference package made once per course are reused: this times the grading itself
             shutil.copytree(
@@ -324,11 +344,23 @@ def bench_grading(rows):
                 tmp / f"grades-{workers}" / ".grading",
                 ignore=shutil.ignore_patterns("jobs"),
             )
+            if workers == 1:
+                os.environ["TINYTORCH_TIMINGS"] = str(split)
             start = time.perf_counter()
-            autograde(tmp / "class", tmp / f"grades-{workers}", workers=workers)
+            try:
+                autograde(tmp / "class", tmp / f"grades-{workers}", workers=workers)
+            finally:
+                os.environ.pop("TINYTORCH_TIMINGS", None)
             timings[workers] = time.perf_counter() - start
         with open(tmp / "grades-1" / "grades.csv") as table:
             notebooks = sum(1 for _ in table) - 1  # graded rows: 15_viz, given code only, is not graded
+        jobs = [json.loads(line) for line in split.read_text().splitlines()]
+    tests_only = 0.0
+    for path in course_notebooks().values():
+        ran = subprocess.run(
+            [sys.executable, "-c", TESTS_ONLY, str(path)], capture_output=True, text=True, cwd=path.parent.parent
+        )
+        tests_only += json.loads(ran.stdout.strip().splitlines()[-1]) if ran.returncode == 0 else 0.0
     most = max(timings)
     per_minute = {w: notebooks / (s / 60) for w, s in timings.items()}
     rows.append(
@@ -337,6 +369,25 @@ def bench_grading(rows):
             ", ".join(f"{w} worker{'s' if w > 1 else ''} {s:.0f} s" for w, s in timings.items()),
             f"{timings[1] / timings[most]:.2f}× faster with {most}",
             " → ".join(f"{per_minute[w]:.1f}" for w in sorted(timings)) + " notebooks/min",
+            "",
+        )
+    )
+    mean = {part: sum(j[part] for j in jobs) / len(jobs) for part in (*PARTS, "total")}
+    rows.append(
+        (
+            f"one job, mean of {len(jobs)} (1 worker)",
+            ", ".join(f"{part} {mean[part]:.2f} s" for part in PARTS) + f"; job {mean['total']:.2f} s",
+            f"{timings[1] / notebooks:.2f} s per notebook",
+            "",
+            "",
+        )
+    )
+    rows.append(
+        (
+            "the tests alone: each instructor notebook run once, reference package, no sandbox",
+            f"{tests_only:.1f} s for {len(course_notebooks())} notebooks",
+            f"grading costs {timings[1] / 2 / max(tests_only, 1e-9):.1f}× that per student",
+            "",
             "",
         )
     )

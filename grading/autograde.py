@@ -40,7 +40,7 @@ from .variant import read_secret, variant_id
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points", "manual_score"]
 LATE_COLUMNS = ["submitted_at", "late_by_hours", "penalty", "final_score"]  # score stays the autograded score
 SECRET_FILE = ".grading-secret"  # in OUT, outside OUT/.grading (which is remade when the notebooks change)
-GRADER_VERSION = "5"  # part of every result's fingerprint: bump it when grading itself changes
+GRADER_VERSION = "6"  # part of every result's fingerprint: bump it when grading itself changes
 
 
 @dataclass
@@ -159,8 +159,8 @@ def merge(previous, new, tests):
 
 
 def prepare(notebooks, state):
-    """The master nbgrader course (gradebook made by generate_assignment), the reference package, and the student
-    version of the course for the feedback runs, made once and reused while the instructor's notebooks are unchanged."""
+    """The master nbgrader course (gradebook made by generate_assignment, and the release: the student version), the
+    reference package and the released one, made once and reused while the instructor's notebooks are unchanged."""
     stamp = digest(GRADER_VERSION + "".join(file_fingerprint(p) for p in notebooks.values()))
     if (state / "prepared").exists() and (state / "prepared").read_text() == stamp:
         return
@@ -184,19 +184,6 @@ def export_notebooks(notebooks, folder):
     (folder / "settings.ini").write_text(kit_settings(REPO / "settings.ini", nbs_path="nbs"))
     copy_package_skeleton(folder)
     export_package(folder)
-
-
-def feedback_course(state, assignment):
-    """The student version of one assignment as an nbgrader course (made from the release: no solutions, no hidden
-    tests), for the feedback run inside the sandbox; made the first time it is needed."""
-    folder = state / "feedback" / assignment
-    if not (folder / "ready").exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        released = state / "master" / "release" / assignment / f"{assignment}.ipynb"
-        Course(folder).add_assignments({assignment: released})
-        shutil.rmtree(folder / "release", ignore_errors=True)
-        (folder / "ready").write_text("")
-    return folder
 
 
 def make_scratch(state, student_user=None):
@@ -239,7 +226,7 @@ def result_path(out, student, assignment):
 
 
 def page_path(out, student, assignment):
-    "nbgrader's run of the notebook (JSON), kept so that the feedback page can be written again under another policy."
+    "The notebook the page shows (JSON), kept so that the feedback page can be written again under another policy."
     return Path(out) / "results" / student / f"{assignment}.notebook.ipynb"
 
 
@@ -540,7 +527,6 @@ class Run:
             scratch=str(self.scratch),
             result=str(result),
             feedback=str(feedback),
-            feedback_course=str(feedback_course(self.state, assignment)),
             cell_timeout=self.cell_timeout,
             notebook_timeout=self.notebook_timeout,
             sandboxed=self.sandboxed,
@@ -584,8 +570,6 @@ def _autograde(run, found, problems, workers, progress, log):
         run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
         try:
             assignments = sorted({a for _, a, _, _, _ in todo})
-            for assignment in assignments:
-                feedback_course(state, assignment)  # here, once: not by each job's thread at the same time
             check_reference(run, runner, assignments, log)
             publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
 

@@ -440,7 +440,7 @@ def make_class(kit, out, grades=None):
             "",
         ),
         # cheating
-        "vic": (E, with_cell(submission(kit, E, only(set())), SCRATCH_CHEAT), 0.0, "passed in your notebook"),
+        "vic": (E, with_cell(submission(kit, E, only(set())), SCRATCH_CHEAT), 0.0, ""),
         "wes": (
             E,
             submission(kit, E, wrong_add_and_mul(extra=PATCH_CHECKERS)),
@@ -451,7 +451,7 @@ def make_class(kit, out, grades=None):
             E,
             submission(kit, E, inside_wrong_mul(PATCH_CHECKERS)),
             losing("mul_backward"),
-            "mul_backward passed in your notebook",
+            "",
         ),
         "yuri": (
             E,

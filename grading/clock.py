@@ -5,8 +5,12 @@ machine made it wait. The grader still needs wall-clock limits, for code that sl
 backstop and they stretch with the machine's load: a `Budget` of 60 s lasts 60 s on a quiet machine and 240 s while
 four processes compete for each core. The load is read from /proc/loadavg: the larger of the 1-minute average and the
 processes runnable right now (the average lags a minute behind a load that just started).
+
+A `Stopwatch` adds up where a job's time went (the sandbox's start, the imports, the student's code, the verdict, the
+page), for `benchmarks/run.py grading`; it decides nothing.
 """
 
+import contextlib
 import os
 import time
 
@@ -43,3 +47,30 @@ class Budget:
     def next_wait(self):
         "How long to wait before looking again: a slice, or less when the budget is nearly spent."
         return max(0.0, min(SLICE, self.remaining()))
+
+
+class Stopwatch:
+    "Seconds spent in each part of a job, {part: seconds}: `with stopwatch('page'): ...` or `stopwatch.add(part, s)`."
+
+    def __init__(self):
+        self.seconds = {}
+
+    def add(self, part, seconds):
+        self.seconds[part] = self.seconds.get(part, 0.0) + seconds
+
+    @contextlib.contextmanager
+    def __call__(self, part):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(part, time.perf_counter() - start)
+
+
+def process_age():
+    "Seconds since this process started (Linux: /proc), or 0 where that cannot be read."
+    try:
+        ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+        return float(open("/proc/uptime").read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0

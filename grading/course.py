@@ -11,38 +11,13 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from .defaults import CELL_TIMEOUT
 from .errors import GradingError
 
 
-def config(root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
-    from nbconvert.preprocessors import ClearMetadataPreprocessor
-    from nbgrader.preprocessors import (
-        AssignLatePenalties,
-        CheckCellMetadata,
-        IgnorePattern,
-        LimitOutput,
-        SaveAutoGrades,
-    )
-
+def config(root):
     c = Config()
-    if sandboxed:  # nbgrader's list, with our Execute (output capped, a dead kernel survived); in the sandbox
-        from .execute import SandboxedExecute
-
-        c.Execute.kernel_name = "python3"
-        c.Autograde.autograde_preprocessors = [
-            SandboxedExecute,
-            IgnorePattern,
-            ClearMetadataPreprocessor,
-            LimitOutput,
-            SaveAutoGrades,
-            AssignLatePenalties,
-            CheckCellMetadata,
-        ]
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.db_url = f"sqlite:///{Path(root) / 'gradebook.db'}"
-    c.ExecutePreprocessor.timeout = cell_timeout
-    c.Execute.timeout = cell_timeout
     return c
 
 
@@ -80,12 +55,12 @@ NBGRADER_CALL = threading.Lock()
 
 
 class Course:
-    "An nbgrader course folder: source/<assignment>/<assignment>.ipynb, the gradebook, submitted/, autograded/."
+    "An nbgrader course folder: source/<assignment>/<assignment>.ipynb, the gradebook, release/."
 
-    def __init__(self, root, cell_timeout=CELL_TIMEOUT, sandboxed=False):
+    def __init__(self, root):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self._config = config(self.root, cell_timeout, sandboxed)
+        self._config = config(self.root)
         self._api = None
 
     @property
@@ -125,23 +100,3 @@ class Course:
         for stem, path in notebooks.items():
             self.add_source(stem, path)
         return {stem: self.generate(stem) for stem in notebooks}
-
-    def submit(self, student, assignment, notebook_path):
-        target = self.root / "submitted" / student / assignment / f"{assignment}.ipynb"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(notebook_path, target)
-
-    def autograde(self, assignment, student):
-        "Run the submission; the kernel's environment (where tinytorch is, the sandbox) is the caller's to set."
-        self._call(f"grade {student}/{assignment}", "autograde", assignment, student, force=True, create=True)
-
-    def autograded(self, assignment, student):
-        "The notebook as autograde ran it (outputs included); the feedback page is made from it (grading.page)."
-        return self.root / "autograded" / student / assignment / f"{assignment}.ipynb"
-
-    def scores(self, assignment, student):
-        "{test grade id: (score, max_score)} and the notebook's (score, max_score)."
-        with gradebook(self._config.CourseDirectory.db_url) as gb:
-            notebook = gb.find_submission_notebook(assignment, assignment, student)
-            tests = {g.name: (g.score, g.max_score) for g in notebook.grades}
-            return tests, (notebook.score, notebook.max_score)

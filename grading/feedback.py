@@ -66,7 +66,7 @@ def banner(assignment, result, policy, extra=""):
 
 def publish(path, notebook, assignment, result, policy, extra=""):
     """Write the student's feedback page at `path` under `policy` ('full', 'summary' or 'none': no page, and an
-    earlier run's page is removed). `notebook` is nbgrader's run of the notebook (grading.page.plain_notebook), or
+    earlier run's page is removed). `notebook` is the notebook as the verdict ran it (grading.page.ran_notebook), or
     None when there is none; `extra` is HTML put at the end of the banner. The page shows the verdict's scores only:
     nbgrader's own score of the run is not on it."""
     from .page import render

@@ -5,11 +5,13 @@ outlives its time limit. What it does, in a fresh folder of its own (mode 0700; 
 
 1. exports the student's exercise cells, inside the instructor's given code, into a package of their own;
 2. computes the verdict (grading.verdict): the instructor's cells run here, the student's exercises in a sandboxed
-   worker (grading.worker, grading.sandbox) that returns plain data only;
-3. runs the student's notebook with nbgrader, all of it inside a second sandbox, against the *student version* of
-   the notebook (no solutions, no hidden tests inside), for the feedback page the student reads;
-4. writes the feedback page (grading.page: made here from the notebook as it ran, sanitised) and the result (a JSON
-   file, written to a temporary name and renamed).
+   worker (grading.worker, grading.sandbox) that returns plain data only, what it printed included; each cell's
+   outputs are kept (grading.outputs), a hidden test's excepted;
+3. makes the notebook the feedback page shows from that same run (grading.page.ran_notebook: the student's notebook
+   as handed in, with the given cells and visible tests as released and each one's outputs): the student's code is
+   executed once, by the verdict;
+4. writes the feedback page (grading.page: sanitised) and the result (a JSON file, written to a temporary name and
+   renamed).
 """
 
 import copy
@@ -20,14 +22,13 @@ import secrets
 import shutil
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from .clock import Budget, load_factor
+from .clock import Budget, Stopwatch, process_age
 from .defaults import MEMORY_MB, NOTEBOOK_TIMEOUT
 from .errors import GraderFault, GradingError
 from .notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
@@ -50,7 +51,6 @@ class Spec:
     scratch: str  # where the job makes its folder
     result: str  # where the result JSON goes
     feedback: str  # where the feedback HTML goes
-    feedback_course: str  # the nbgrader course made from the student version (for the feedback run)
     cell_timeout: int = 120
     notebook_timeout: int = NOTEBOOK_TIMEOUT
     sandboxed: bool = True  # False where bwrap cannot run: then as student_user, or (--unsafe-no-sandbox) as the grader
@@ -59,7 +59,7 @@ class Spec:
     fingerprint: dict = field(default_factory=dict)
     variant: str = ""  # this submission's variant of the hidden tests (grading.variant); never the secret
     feedback_policy: str = "full"  # how much the student's page shows: full, summary or none (grading.feedback)
-    page: str = ""  # where nbgrader's run of the notebook is kept, to write the page again under another policy
+    page: str = ""  # where the notebook the page shows is kept, to write the page again under another policy
 
     @classmethod
     def load(cls, path):
@@ -121,73 +121,10 @@ def build_package(spec, nb, target):
         raise GradingError(f"the notebook exported no {spec.module_file}: is its '#| default_exp' cell intact?")
 
 
-# -- 3. nbgrader, for the feedback, inside the sandbox ---------------------------------------------------------------
-
 FAULT = 3  # the job's exit status when the grader (not the student's code) failed: the row is not graded
-FEEDBACK_LIMIT = 20 * 2**20  # bytes of feedback (the notebook as it ran, and scores) read back from the sandbox
 
 
-def nbgrader_run(spec, package, budget):
-    """Run nbgrader on the student's notebook inside a sandbox that holds the student version of the course (made
-    from the release: no solutions, no hidden tests) and the student's package; return (the notebook as it ran, as
-    grading.page.plain_notebook keeps it, {test id: (score, max_score)}). Only the JSON it prints comes out, and it is
-    only shown to the student: the score is the verdict's."""
-    from . import sandbox
-    from .page import plain_notebook
-
-    binds = [
-        (Path(spec.feedback_course), "/course"),
-        (Path(spec.submitted), "/submission.ipynb"),
-        (package, "/student"),
-        (Path(__file__).parent, "/code/grading"),
-    ]
-    code = (
-        "import os, sys; sys.path[:0] = ['/code', '/student']; "
-        "sys.path += os.environ.get('TINYTORCH_SEARCH_PATH', '').split(os.pathsep); "
-        "from grading.inside import main; sys.exit(main())"
-    )
-    cell_timeout = round(spec.cell_timeout * load_factor())  # nbgrader's limit is wall-clock: stretched under load
-    argv = [sandbox.interpreter(), "-I", "-c", code, spec.assignment, spec.student, str(cell_timeout)]
-    env = {"PYTHONPATH": os.pathsep.join(["/student", *sandbox.search_path()])}  # the kernel's
-    output, errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    process = sandbox.start(
-        argv,
-        binds,
-        env=env,
-        memory_mb=spec.memory_mb,
-        cpu_seconds=max(600, 20 * spec.cell_timeout),
-        sandboxed=spec.sandboxed,
-        stdout=output,
-        stderr=errors,
-        cwd="/tmp",
-    )
-    try:
-        while process.poll() is None:
-            if budget.expired():
-                raise GradingError(f"the notebook run took longer than {budget.seconds:g} s")
-            time.sleep(min(0.1, budget.next_wait()))
-    finally:
-        sandbox.stop(process)
-    output.seek(0)
-    text = output.read(FEEDBACK_LIMIT + 1)
-    if len(text) > FEEDBACK_LIMIT:
-        raise GradingError("the notebook run printed more than 20 MB")
-    try:
-        report = json.loads(text.decode(errors="replace").strip().splitlines()[-1])
-        notebook, tests = (
-            plain_notebook(report["notebook"]),
-            {str(k): (float(v[0] or 0), float(v[1] or 0)) for k, v in dict(report["tests"]).items()},
-        )
-    except (ValueError, KeyError, IndexError, TypeError):
-        errors.seek(0)
-        lines = [line for line in errors.read(1 << 20).decode(errors="replace").splitlines() if line.strip()]
-        print("\n".join(lines[-40:]), file=sys.stderr)  # the job's log
-        cause = lines[-1].strip()[:200] if lines else f"exit {process.returncode}"
-        raise GradingError(f"nbgrader could not run the notebook ({cause})") from None
-    return notebook, tests
-
-
-# -- 4. Putting it together ------------------------------------------------------------------------------------------
+# -- 2 to 4. Putting it together ------------------------------------------------------------------------------------------
 
 
 def test_cells(instructor):
@@ -223,6 +160,7 @@ def isolation_of(spec):
 
 def grade(spec):
     from . import sandbox
+    from .page import ran_notebook
     from .verdict import grade_cells
 
     sandbox.use_student_user(spec.student_user if not spec.sandboxed else None)
@@ -232,47 +170,86 @@ def grade(spec):
     tests = test_cells(instructor)
     workdir = Path(spec.scratch) / secrets.token_hex(16)
     workdir.mkdir(mode=0o700)
-    budget = Budget(spec.notebook_timeout / 2)  # each half: the verdict's run, then the feedback's
+    budget = Budget(spec.notebook_timeout / 2)  # the verdict's run; the rest is the job's margin (the page takes ~1 s)
+    stopwatch = Stopwatch()
+    stopwatch.add("start", process_age())  # Python and the grader's imports
     try:
         package = workdir / "env"
         restored = restored_notebook(instructor, submitted, released)
-        build_package(spec, restored, package)
+        with stopwatch("package"):
+            build_package(spec, restored, package)
         (workdir / "runner").mkdir()
         if spec.student_user and not spec.sandboxed:
             os.umask(0o022)  # the worker's files that grade_cells copies in are readable too
             open_to_student_user(workdir)
-        verdicts, note = grade_cells(
-            instructor, restored, spec, package, Path(spec.reference), workdir / "runner", spec.sandboxed, budget
-        )
+        with stopwatch("verdict"):
+            verdicts, note, ran = grade_cells(
+                instructor,
+                restored,
+                spec,
+                package,
+                Path(spec.reference),
+                workdir / "runner",
+                spec.sandboxed,
+                budget,
+                stopwatch,
+            )
         hidden = {
             nbgrader_meta(c)["grade_id"]
             for c in instructor.cells
             if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
         }
         note = "; ".join(n for n in [broken_cells_note(submitted), note] if n)  # read above
-        result = score(spec, tests, verdicts, {}, [note], hidden)
+        result = score(spec, tests, verdicts, [note], hidden)
         write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
-        notebook, nbgrader_tests = None, {}
-        try:
-            if spec.sandboxed or not spec.student_user:  # the feedback run needs bwrap's view of /course: not as a user
-                notebook, nbgrader_tests = nbgrader_run(spec, package, Budget(spec.notebook_timeout / 2))
-        except GradingError as error:
-            nbgrader_tests = {}
-            note = "; ".join(n for n in [note, f"no feedback: {error}"] if n)
-        result = score(spec, tests, verdicts, nbgrader_tests, [note], hidden)
-        result["manual_points"] = manual_points(instructor)
-        if notebook is not None and spec.page:
-            write_atomic(spec.page, nbformat.writes(notebook))
-        write_feedback(notebook, spec, result)
+        with stopwatch("page"):
+            try:
+                notebook = ran_notebook(released, submitted, ran)
+            except GradingError as error:
+                notebook = None
+                result = score(spec, tests, verdicts, [note, f"no feedback: {error}"], hidden)
+            result["manual_points"] = manual_points(instructor)
+            if notebook is not None and spec.page:
+                write_atomic(spec.page, nbformat.writes(notebook))
+            write_feedback(notebook, spec, result)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     write_atomic(spec.result, json.dumps(result, indent=1))
+    record_times(spec, stopwatch)
     return result
 
 
-def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
-    "The result: the verdict's score per test; a visible test that passed in the notebook run but not here is noted."
-    rows, disagreements = {}, []
+TIMINGS = "TINYTORCH_TIMINGS"  # a file: each job appends where its time went (benchmarks/run.py grading sets it)
+
+
+def record_times(spec, stopwatch):
+    """Where this job's time went, one JSON line appended to the file $TINYTORCH_TIMINGS (if set), in seconds: start
+    (Python and imports), package, sandbox (bwrap, Python, NumPy: every worker), imports (the package and the student's
+    module), student_code (the calls), verdict (the grader's own part of the run), page, and total."""
+    path = os.environ.get(TIMINGS)
+    if not path:
+        return
+    parts = stopwatch.seconds
+    student = parts.get("student", 0.0) - parts.get("callbacks", 0.0)  # a callback is the grader's work
+    started = parts.get("sandbox", 0.0) + parts.get("imports", 0.0)
+    times = {
+        "start": parts.get("start", 0.0),
+        "package": parts.get("package", 0.0),
+        "sandbox": parts.get("sandbox", 0.0),
+        "imports": parts.get("imports", 0.0),
+        "student_code": student,
+        "verdict": parts.get("verdict", 0.0) - started - student,
+        "page": parts.get("page", 0.0),
+        "total": process_age(),
+    }
+    line = json.dumps({"submission": f"{spec.student}/{spec.assignment}", **times})
+    with open(path, "a") as file:
+        file.write(line + "\n")
+
+
+def score(spec, tests, verdicts, notes, hidden=()):
+    "The result: the verdict's score and message per test."
+    rows = {}
     for test_id, (points, fingerprint) in tests.items():
         passed, message = verdicts.get(test_id, (False, "did not run"))
         rows[test_id] = {
@@ -282,15 +259,7 @@ def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
             "message": message,
             "hidden": test_id in hidden,
         }
-        notebook_score = nbgrader_tests.get(test_id, (None,))[0]
-        if notebook_score and not passed and test_id not in hidden:  # (the feedback run has no hidden tests)
-            disagreements.append(test_id)
     notes = [n for n in notes if n]
-    if disagreements:
-        notes.append(
-            f"{', '.join(disagreements)} passed in your notebook but not in the grader's run of the "
-            "instructor's cells (see the feedback)"
-        )
     return {
         "student": spec.student,
         "assignment": spec.assignment,
@@ -307,7 +276,7 @@ def score(spec, tests, verdicts, nbgrader_tests, notes, hidden=()):
 
 
 def write_feedback(notebook, spec, result):
-    "The feedback page (grading.feedback, under the run's policy): the verdict at the top, then nbgrader's run."
+    "The feedback page (grading.feedback, under the run's policy): the verdict at the top, then the notebook as it ran."
     from .feedback import publish
 
     publish(

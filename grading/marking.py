@@ -8,7 +8,7 @@ by the grader from trusted parts only, so nothing the student ran writes it:
   student's exercise cells and written answers put in, as submitted. It is never run (code cells have no outputs),
   and each written answer is shown as plain text (in a code fence), so nothing the student wrote runs in the
   instructor's browser;
-- the autograded scores in the gradebook: the verdict's (grades.csv), never nbgrader's run of the notebook.
+- the autograded scores in the gradebook: the verdict's (grades.csv).
 
 The instructor runs `jupyter lab` in OUT/marking and marks the answers in Nbgrader > Formgrader > Manual Grading;
 the marks stay in OUT/marking/gradebook.db, which later autograde runs update but never reset. read_marks gives them

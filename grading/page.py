@@ -1,12 +1,16 @@
-"""The student's feedback page, made here (in the grader's process) from the notebook as nbgrader ran it.
+"""The student's feedback page, made here (in the grader's process) from the verdict's one run of the notebook.
 
-What comes out of the sandbox is data: the executed notebook as JSON. `plain_notebook` keeps only the fields a page
-shows (cell sources, outputs of known types, the nbgrader flag that marks a test cell), `render` turns that into
-HTML with nbconvert, and everything that came from the notebook is sanitised (`sanitise`: no script, no event
-attribute, no javascript: link, no frame; images only as inline PNG, JPEG or GIF). The page's own scripts are
-MathJax, loaded from a copy beside the pages (`install_mathjax`), so maths shows without a network.
+`ran_notebook` puts together the notebook the page shows: the student's notebook as handed in (the given cells and
+tests as released), each cell with what it showed when the verdict ran it (grading.outputs: what was printed, by the
+instructor's code here and the student's code in the sandbox, values, figures, errors). All of it is data the
+student's code could shape: `plain_notebook` keeps only the fields a page shows (cell sources, outputs of known types,
+the nbgrader flag that marks a test cell), `render` turns that into HTML with nbconvert, and everything that came from
+the notebook is sanitised (`sanitise`: no script, no event attribute, no javascript: link, no frame; images only as
+inline PNG, JPEG or GIF). The page's own scripts are MathJax, loaded from a copy beside the pages (`install_mathjax`),
+so maths shows without a network.
 """
 
+import copy
 import secrets
 import shutil
 from pathlib import Path
@@ -14,6 +18,61 @@ from pathlib import Path
 import nbformat
 
 from .errors import GradingError
+from .notebooks import nbgrader_meta
+
+NOT_RUN = "(not run: the grader runs the notebook's own cells and your exercises, not cells you added)\n"
+
+# -- The notebook as the verdict ran it -------------------------------------------------------------------------------
+
+
+def ran_notebook(released, submitted, ran):
+    """The notebook the page shows, as plain data (`plain_notebook`): `submitted` in its order, each of the release's
+    cells as released but an exercise or written answer as the student wrote it (a released cell the student deleted
+    is put back after the one before it, as autograding does), the outputs of `ran` ({cell id: outputs}, from
+    grading.verdict.grade_cells; a hidden test's cell has none), and the student's own cells shown, not run."""
+    given = {nbgrader_meta(c).get("grade_id"): c for c in released.cells if nbgrader_meta(c).get("grade_id")}
+    cells, placed = [], set()
+    for cell in submitted.cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if grade_id in given and grade_id not in placed:
+            placed.add(grade_id)
+            cells.append(answered(given[grade_id], cell))
+        else:
+            cells.append(own_cell(cell))
+    previous = None
+    for grade_id, cell in given.items():
+        if grade_id not in placed:
+            at = next(
+                (i + 1 for i, c in enumerate(cells) if previous and nbgrader_meta(c).get("grade_id") == previous), 0
+            )
+            cells.insert(at, copy.deepcopy(cell))
+        previous = grade_id
+    count = 0
+    for cell in cells:
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if cell.get("cell_type") == "code" and grade_id in given:
+            cell["outputs"] = ran.get(grade_id, [])
+            count += 1
+            cell["execution_count"] = count
+    return plain_notebook(nbformat.v4.new_notebook(cells=cells))
+
+
+def answered(released_cell, cell):
+    "The released cell; an exercise or a written answer with the student's source."
+    made = copy.deepcopy(released_cell)
+    if nbgrader_meta(released_cell).get("solution") and isinstance(cell.get("source"), (str, list)):
+        made["source"] = cell["source"]
+    return made
+
+
+def own_cell(cell):
+    "A cell the student added: shown as written; a code cell is not run, and says so."
+    made = copy.deepcopy(cell) if isinstance(cell, dict) else {"cell_type": "raw", "source": ""}
+    made["metadata"] = {}
+    if made.get("cell_type") == "code":
+        made["outputs"], made["execution_count"] = [nbformat.v4.new_output("stream", name="stdout", text=NOT_RUN)], None
+    return made
+
 
 # -- What crosses: the executed notebook, as plain data --------------------------------------------------------------
 

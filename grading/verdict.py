@@ -23,12 +23,13 @@ import select
 import shutil
 import signal
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
-from . import analytic, sandbox, variant, wire
-from .clock import Budget
+from . import analytic, outputs, sandbox, variant, wire
+from .clock import Budget, Stopwatch
 from .errors import GraderFault, GradingError
 from .ownership import check_changes, named_arguments, object_paths, signature_of
 
@@ -119,7 +120,8 @@ def _spans(node):
 class Worker:
     "One sandboxed worker process with the student's package, fed one call at a time."
 
-    def __init__(self, plan, binds, limits, sandboxed, script):
+    def __init__(self, plan, binds, limits, sandboxed, script, stopwatch):
+        started = time.perf_counter()
         child_in, self.to_child = os.pipe()
         self.from_child, child_out = os.pipe()
         try:
@@ -143,10 +145,14 @@ class Worker:
             self.close()
             why = sandbox.diagnose(sandboxed) or "it ended or hung before running any code of the student's"
             raise GraderFault(f"the grader's Python did not start in the sandbox: {why}") from None
+        said_hello = time.perf_counter()
         header, _ = self.receive(Budget(BACKSTOP * self.timeout + STARTUP))
+        stopwatch.add("sandbox", said_hello - started)  # bwrap, Python and NumPy
+        stopwatch.add("imports", time.perf_counter() - said_hello)  # the package, the student's module
         if hello.get("op") != "hello" or header.get("op") != "ready":
             raise wire.WireError("the worker did not start as it should")
         self.import_error, self.calls = header.get("error"), 0
+        self.import_printed = header.get("printed")  # what the student's module printed when it was imported
 
     def send(self, data):
         view = memoryview(data)
@@ -185,13 +191,29 @@ class Worker:
 
 
 class Remote:
-    "Calls into the student's code, starting (and after a crash, restarting) the worker as needed."
+    """Calls into the student's code, starting (and after a crash, restarting) the worker as needed.
+
+    Two workers, each in a sandbox of its own: one for the cells the feedback page shows, one for the hidden tests
+    (`hidden`: which one calls go to). The first never gets a hidden test's inputs, so nothing it prints or returns
+    for the page can hold one; both see the same module-level flags (simple_globals), which travel with every call."""
 
     def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
         self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
-        self.graded, self.worker, self.restarts, self.first_import = graded_module, None, 0, "not started"
+        self.graded, self.restarts, self.first_import = graded_module, 0, "not started"
+        self.workers, self.hidden = {False: None, True: None}, False
+        self.stopwatch = Stopwatch()
         self.events, self.fault = [], None
         self.probed, self.numerical = set(), {}  # rules probed (grading.analytic), and {rule: why} of numerical ones
+        self.printed = None  # the wire.Printed of the cell running now, or None: what the student's code prints is lost
+        self.import_printed = None  # what the first worker's import printed (the page shows it)
+
+    @property
+    def worker(self):
+        return self.workers[self.hidden]
+
+    @worker.setter
+    def worker(self, value):
+        self.workers[self.hidden] = value
 
     def ensure_worker(self):
         if self.worker is not None:
@@ -199,7 +221,7 @@ class Remote:
         if self.restarts > RESTARTS:
             raise StudentError(f"not run: your code crashed or hung {self.restarts} times")
         try:
-            self.worker = Worker(self.plan, self.binds, self.limits, self.sandboxed, self.script)
+            self.worker = Worker(self.plan, self.binds, self.limits, self.sandboxed, self.script, self.stopwatch)
         except GraderFault as fault:
             self.fault = fault  # kept: a test cell that catches every exception must not hide it
             raise
@@ -209,7 +231,7 @@ class Remote:
                 "your module did not finish importing (an endless loop, os._exit or a crash at import time)"
             ) from None
         if self.first_import == "not started":
-            self.first_import = self.worker.import_error
+            self.first_import, self.import_printed = self.worker.import_error, self.worker.import_printed
         return self.worker
 
     def event(self, message):
@@ -224,9 +246,10 @@ class Remote:
             self.worker, self.restarts = None, self.restarts + 1
 
     def close(self):
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
+        for hidden, worker in self.workers.items():
+            if worker is not None:
+                worker.close()
+                self.workers[hidden] = None
 
     def call(self, qualname, args, kwargs, readonly, named=None):
         """Call the student's `qualname` on the grader's `args`; `named`: the same arguments by parameter name, for
@@ -246,6 +269,7 @@ class Remote:
             request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
         except wire.WireError as error:
             raise RuntimeError(f"the grader cannot send the arguments of {qualname} to your code: {error}") from None
+        started = time.perf_counter()
         try:
             worker.send(request)
             while True:
@@ -254,7 +278,8 @@ class Remote:
                     raise wire.WireError("a reply out of turn")
                 if reply.get("op") != "callback":
                     break
-                worker.send(self.run_callback(session, reply, arrays))
+                with self.stopwatch("callbacks"):
+                    worker.send(self.run_callback(session, reply, arrays))
         except TimeoutError:
             self.drop_worker()
             raise self.event(
@@ -275,6 +300,10 @@ class Remote:
             if isinstance(error, CellTimeout):
                 self.event(f"your {qualname} did not finish in time (the test's {self.plan['cell_timeout']} s)")
             raise
+        finally:
+            self.stopwatch.add("student", time.perf_counter() - started)  # (callbacks included: see grading.job)
+        if self.printed is not None:  # what the student's code printed in this call, as text (the page shows it)
+            self.printed.extend(reply.get("printed"))
         named = named if named is not None else {f"arg{i}": a for i, a in enumerate(args)}
         if readonly:
             changed = changed_inputs(session, reply, named)
@@ -531,25 +560,36 @@ def _alarm(signum, frame):
     raise CellTimeout()
 
 
-def run_cell(cell, namespace, timeout, hidden=False):
+def run_cell(cell, namespace, timeout, hidden=False, shown=None):
     """Run one of the instructor's cells here; return (passed, message). `timeout` is in CPU seconds of this process:
-    the time the student's calls take in the worker is theirs, limited there."""
+    the time the student's calls take in the worker is theirs, limited there. `shown` (a grading.outputs.Shown, or
+    None) receives what the cell shows, for the feedback page."""
     previous = signal.signal(signal.SIGPROF, _alarm)
     try:
         signal.setitimer(signal.ITIMER_PROF, timeout)
-        exec(compile(cell["source"], f"<{cell['id']}>", "exec"), namespace)
+        with outputs.captured(shown):
+            value = outputs.run(cell["source"], f"<{cell['id']}>", namespace)
+            outputs.show_value(shown, value)
         return True, ""
     except CellTimeout:
-        return False, f"took longer than {timeout} s"
+        return failed(shown, "CellTimeout", f"took longer than {timeout} s")
     except GraderFault:
         raise  # not the student's: the whole submission is not graded
     except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
         if hidden and getattr(error, "raised_by_student", False):
-            return False, describe_hidden(error)
-        return False, describe(error)
+            return failed(shown, type(error).__name__, describe_hidden(error))
+        return failed(shown, type(error).__name__, describe(error))
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, previous)
+        outputs.take_figures(shown)
+
+
+def failed(shown, name, message):
+    "(False, message), and the error on the cell's page (its message without the type's name in front)."
+    if shown is not None:
+        shown.error = (name, message.removeprefix(f"{name}: "))
+    return False, message
 
 
 def trusted_modules(reference, earlier, graded):
@@ -568,10 +608,14 @@ def trusted_modules(reference, earlier, graded):
     return module
 
 
-def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget):
+def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget, stopwatch=None):
     """Run the instructor's cells here against the student's exercises in the worker; return
-    ({test id: (passed, message)}, note). `package` is the student's package, `reference` the instructor's, `runner`
-    an empty folder of the grader's for the worker's files."""
+    ({test id: (passed, message)}, note, {cell id: its outputs for the feedback page}). `package` is the student's
+    package, `reference` the instructor's, `runner` an empty folder of the grader's for the worker's files; a
+    `stopwatch` (grading.clock.Stopwatch) gets the seconds of the workers' starts and of the student's calls.
+
+    A hidden test's cell has no outputs, and its calls go to a worker of their own (Remote), so no code of the
+    student's that saw a hidden test's inputs runs for a cell the page shows."""
     targets = exercise_targets(instructor_nb)
     module = trusted_modules(reference, spec.earlier_modules, spec.module)
     for name in WORKER_FILES:
@@ -588,11 +632,12 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     script = "/grader/worker.py" if sandboxed else str(Path(runner) / "worker.py")
     limits = {"memory_mb": spec.memory_mb, "cpu_seconds": max(600, 20 * spec.cell_timeout)}
     remote = Remote(plan, [(runner, "/grader"), (package, "/student")], limits, sandboxed, script, module)
+    remote.stopwatch = stopwatch if stopwatch is not None else remote.stopwatch
     install(module, targets, remote)
     importlib.import_module("tinytorch")  # what the notebooks' `import tinytorch` does, after the stand-ins
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
-    results, notes, setup_failed = {}, [], False
+    results, notes, setup_failed, ran = {}, [], False, {}
     variant.use(getattr(spec, "variant", None))  # the hidden tests draw this student's inputs (grading.variant)
     try:
         try:
@@ -604,13 +649,21 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
                 f"your module could not be imported ({remote.first_import}); each of your exercise cells "
                 "was run on its own instead, as in the notebook"
             )
+        ran.update(import_outputs(instructor_nb, remote))
         for cell in plan_cells(instructor_nb):
             if budget.expired():
                 if cell["kind"] == "test":
                     results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
                 continue
             hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
-            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden)  # calls time out first
+            # a solution cell runs the instructor's version here (what it shows is not the student's), a hidden test
+            # the hidden inputs: neither shows anything
+            shown = None if hidden or cell["kind"] == "solution" else outputs.Shown()
+            remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden
+            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown)  # calls first
+            remote.printed, remote.hidden = None, False
+            if shown is not None:
+                ran[cell["id"]] = shown.outputs()
             if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
                 install(namespace, cell["targets"], remote)
             if cell["kind"] == "test":
@@ -627,4 +680,27 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     notes += remote.events[:3]
     if budget.expired():
         notes.append("not every test ran: the time limit for this notebook was reached")
-    return results, "; ".join(n for n in notes if n)
+    return results, "; ".join(n for n in notes if n), ran
+
+
+def import_outputs(instructor_nb, remote):
+    """{the first exported exercise cell's id: what importing the student's module printed, and its error}: the
+    notebook shows these under the cell whose code printed them; the page under the first exercise."""
+    first = next(
+        (
+            c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            for c in instructor_nb.cells
+            if c.cell_type == "code"
+            and is_export(c.source)
+            and c.get("metadata", {}).get("nbgrader", {}).get("solution")
+        ),
+        None,
+    )
+    if first is None:
+        return {}
+    shown = outputs.Shown()
+    shown.printed.extend(remote.import_printed)
+    if remote.first_import and remote.first_import != "not started":
+        name, _, message = str(remote.first_import).partition(": ")
+        shown.error = (name, message)
+    return {first: shown.outputs()}

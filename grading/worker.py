@@ -161,6 +161,19 @@ def error_header(exc, readonly):
     }
 
 
+def capture():
+    "From now on, what is printed here goes into a new wire.Printed (until `release`): the feedback page shows it."
+    printed = wire.Printed()
+    sys.stdout, sys.stderr = printed.stream("stdout"), printed.stream("stderr")
+    return printed
+
+
+def release(printed):
+    "Back to the process's own streams (they go nowhere); return what was printed, as wire.Printed.parts()."
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    return printed.parts()
+
+
 def serve(channel, plan):
     graded = sys.modules[plan["module"]]
     while True:
@@ -168,6 +181,7 @@ def serve(channel, plan):
         if header.get("op") == "end":
             return
         readonly, call = bool(header.get("readonly")), header.get("call")
+        printed = capture()
         session = wire.Session(
             resolve_class,
             first_number=WORKER_NUMBERS,
@@ -189,16 +203,18 @@ def serve(channel, plan):
             finally:
                 cpu_limit(0)
             builtins.__dict__.update(BUILTINS)
+            shown = release(printed)
             reply = session.message(
-                {"op": "return", "globals": simple_globals(graded), "call": call}, {"value": result}
+                {"op": "return", "globals": simple_globals(graded), "call": call, "printed": shown}, {"value": result}
             )
         except BaseException as exc:  # noqa: BLE001  (anything the student's code raises is an answer)
+            shown = release(printed)
             try:
                 reply = session.message(
-                    dict(error_header(exc, readonly), globals=simple_globals(graded), call=call), {}
+                    dict(error_header(exc, readonly), globals=simple_globals(graded), call=call, printed=shown), {}
                 )
             except BaseException as inner:  # noqa: BLE001
-                reply = wire.pack(dict(error_header(inner, readonly), call=call), [])
+                reply = wire.pack(dict(error_header(inner, readonly), call=call, printed=shown), [])
         channel.send(reply)
 
 
@@ -230,8 +246,9 @@ def main(argv=None):
     import matplotlib
 
     matplotlib.use("Agg")
+    printed = capture()
     error = import_student_module(plan)
-    channel.send(wire.pack({"op": "ready", "error": error}, []))
+    channel.send(wire.pack({"op": "ready", "error": error, "printed": release(printed)}, []))
     serve(channel, plan)
     return 0
 

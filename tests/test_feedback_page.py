@@ -1,5 +1,6 @@
-"""The student's feedback page (grading.page): made by the grader from the notebook as it ran (JSON out of the
-sandbox), sanitised, with the verdict's score only, and its maths typeset offline by a MathJax beside the pages."""
+"""The student's feedback page (grading.page): made by the grader from the verdict's one run of the notebook (what
+came back from the sandbox is data), sanitised, with the verdict's score only, and its maths typeset offline by a
+MathJax beside the pages."""
 
 import base64
 import io
@@ -12,10 +13,20 @@ import nbformat
 import pytest
 
 from conftest import run_cli
+from grading.demo import solved
 from grading.errors import GradingError
 from grading.feedback import PLACEHOLDER, publish
-from grading.notebooks import read_notebook, write_notebook
-from grading.page import MATHJAX_FOLDER, MATHJAX_URL, install_mathjax, plain_notebook, render, sanitise
+from grading.notebooks import nbgrader_meta, read_notebook, write_notebook
+from grading.page import (
+    MATHJAX_FOLDER,
+    MATHJAX_URL,
+    NOT_RUN,
+    install_mathjax,
+    plain_notebook,
+    ran_notebook,
+    render,
+    sanitise,
+)
 
 ATTACKS = (
     "<script>alert(1)</script>",
@@ -56,7 +67,7 @@ PNG = png()
 
 
 def executed(*cells):
-    "A notebook as nbgrader's run hands it back (JSON data), through plain_notebook as the grader reads it."
+    "A notebook as it ran (JSON data), through plain_notebook as the grader reads it."
     return plain_notebook(json.loads(nbformat.writes(nbformat.v4.new_notebook(cells=list(cells)))))
 
 
@@ -268,17 +279,56 @@ def test_in_a_browser_offline_nothing_runs_the_maths_is_typeset_and_the_picture_
     assert typeset >= 2 and picture_width > 100 and links == 0
 
 
-# -- One real run: the sandbox hands back the notebook, the grader makes the page ------------------------------------
+def test_the_page_shows_the_submission_with_the_given_cells_as_released_and_the_verdicts_outputs():
+    "An edited test is shown as released, a deleted given cell is put back, an added cell is shown but not run."
+    meta = {"given": {"locked": True}, "answer": {"solution": True}, "test": {"grade": True, "points": 1}}
+    cells = {
+        name: nbformat.v4.new_code_cell(f"{name} as released", metadata={"nbgrader": dict(m, grade_id=name)})
+        for name, m in meta.items()
+    }
+    released = nbformat.v4.new_notebook(cells=list(cells.values()))
+    answer, test = (nbformat.from_dict(dict(cells[n], source=f"{n} as handed in")) for n in ("answer", "test"))
+    submitted = nbformat.v4.new_notebook(cells=[answer, nbformat.v4.new_code_cell("print('mine')"), test])
+    stream = nbformat.v4.new_output("stream", name="stdout", text="loss 0.25\n")
+    nb = ran_notebook(released, submitted, {"given": [stream], "test": [stream]})
+    shown = [(c.source, [o.get("text") for o in c.outputs], c.execution_count) for c in nb.cells]
+    assert shown == [
+        ("given as released", ["loss 0.25\n"], 1),
+        ("answer as handed in", [], 2),
+        ("print('mine')", [NOT_RUN], None),
+        ("test as released", ["loss 0.25\n"], 3),
+    ]
+
+
+# -- One real run: the verdict's run of the notebook, the grader makes the page ---------------------------------------
+
+COUNTED = """
+    _CALLS.append(1)
+    print(f"unbroadcast call {len(_CALLS)}")"""
 
 
 @pytest.fixture(scope="module")
 def attacked_run(kit, tmp_path_factory):
-    "mallory hands in 13_embedding untouched, with a markdown cell and a scratch cell that print the attacks."
+    """mallory hands in 13_embedding untouched, with a markdown cell and a scratch cell that print the attacks, and an
+    exercise that prints them when her module is imported; ned solves 04_elementwise with an unbroadcast that counts
+    its calls and prints the count."""
     root = tmp_path_factory.mktemp("page")
     nb = read_notebook(kit / "13_embedding" / "13_embedding.ipynb")
+    exercise = next(c for c in nb.cells if nbgrader_meta(c).get("solution") and c.cell_type == "code")
+    exercise.source += f"\n\nprint({EVIL!r})\n"
     nb.cells.append(nbformat.v4.new_markdown_cell(EVIL + "\n\nMaths: $\\nabla f$"))
     nb.cells.append(nbformat.v4.new_code_cell(f"from IPython.display import HTML, display\ndisplay(HTML({EVIL!r}))"))
     write_notebook(nb, root / "submissions" / "mallory" / "13_embedding" / "13_embedding.ipynb")
+
+    def counted(grade_id, source):
+        if "def unbroadcast" not in source:
+            return source
+        counting = source.replace('NumPy broadcasting."', 'NumPy broadcasting."' + COUNTED, 1)
+        return counting.replace("def unbroadcast", "_CALLS = []\n\n\ndef unbroadcast", 1)  # after '#| export'
+
+    E = "04_elementwise"
+    ned = solved(read_notebook(kit / E / f"{E}.ipynb"), read_notebook(Path("notebooks") / f"{E}.ipynb"), counted)
+    write_notebook(ned, root / "submissions" / "ned" / E / f"{E}.ipynb")
     out = root / "grades"
     result = run_cli("autograde", root / "submissions", "--out", out)
     assert result.returncode == 0, result.stderr
@@ -294,7 +344,26 @@ def test_a_graded_page_is_sanitised_and_shows_the_verdict_only(attacked_run):
     cells = page.split('id="tinytorch-score"')[1]
     assert dangers(cells) == [] and "javascript link" in cells and "Maths: $\\nabla f$" in cells
     assert len(our_scripts(page)) == 2 and (out / "feedback" / MATHJAX_FOLDER / "MathJax.js").is_file()
-    kept = out / "results" / "mallory" / "13_embedding.notebook.ipynb"
-    assert nbformat.reads(kept.read_text(), 4).cells[-1].outputs, "the notebook as it ran is kept, as JSON"
+    kept = nbformat.reads((out / "results" / "mallory" / "13_embedding.notebook.ipynb").read_text(), 4)
+    printed = [c for c in kept.cells if any(EVIL in o.get("text", "") for o in c.get("outputs", []))]
+    assert len(printed) == 1 and nbgrader_meta(printed[0]) == {}, "what her module printed, under her exercise"
+    assert [o.text for o in kept.cells[-1].outputs] == [NOT_RUN], "the notebook as it ran is kept, as JSON"
     assert not list(out.rglob("*.notebook.html")), "no page comes out of the sandbox"
     assert "### BEGIN HIDDEN TESTS" not in page
+
+
+def test_the_page_shows_what_the_students_code_printed_and_nothing_of_the_hidden_tests(attacked_run):
+    "ned's unbroadcast counts its calls: the page's counts run 1, 2, 3 ... with no gap where a hidden test ran."
+    book = json.loads((attacked_run / "gradebook.json").read_text())["ned"]["04_elementwise"]
+    assert book["score"] == book["max_score"]
+    kept = nbformat.reads((attacked_run / "results" / "ned" / "04_elementwise.notebook.ipynb").read_text(), 4)
+    counts, hidden_after_a_count = [], False
+    for cell in kept.cells:
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []))
+        counts += [int(n) for n in re.findall(r"unbroadcast call (\d+)", text)]
+        if cell.source.startswith("# test:") and "hidden" in cell.source.splitlines()[0]:
+            assert cell.outputs == [], "a hidden test's cell shows nothing"
+            hidden_after_a_count = hidden_after_a_count or bool(counts)
+    assert hidden_after_a_count and counts == list(range(1, len(counts) + 1)) and len(counts) > 5
+    page = (attacked_run / "feedback" / "ned" / "04_elementwise.html").read_text()
+    assert "unbroadcast call 1" in page

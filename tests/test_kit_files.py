@@ -9,7 +9,7 @@ import tomllib
 from conftest import REPO
 from grading.release import STUDENT_KIT
 
-INSTRUCTOR_MODULES = {"autograde", "job", "verdict", "worker", "wire", "inside", "sandbox", "classroom", "lms"}
+INSTRUCTOR_MODULES = {"autograde", "job", "verdict", "outputs", "worker", "wire", "sandbox", "classroom", "lms"}
 
 
 def imported_modules(path):

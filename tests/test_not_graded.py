@@ -19,7 +19,6 @@ def spec():
         scratch="",
         result="",
         feedback="",
-        feedback_course="",
     )
 
 
