@@ -36,12 +36,10 @@ def count_parameters(model):
         seen.add(id(value))
         if isinstance(value, Tensor):
             total += int(np.asarray(value.data).size)
-        elif isinstance(value, Module):
-            todo.extend(vars(value).values())
-        elif isinstance(value, (list, tuple)):
-            todo.extend(value)
-        elif isinstance(value, dict):
-            todo.extend(value.values())
+        elif isinstance(value, (list, tuple, dict)):
+            todo.extend(value.values() if isinstance(value, dict) else value)
+        else:  # a layer: what it holds (anything else holds no tensor of the model)
+            todo.extend(vars(value).values() if isinstance(value, Module) else ())
     return total
 
 
@@ -70,8 +68,8 @@ def build_and_train(X_train, y_train, X_val, y_val, seed=0, report=None):
     (X_train, y_train), with (X_val, y_val) for choices; calls report(epoch, model) after each epoch when given."""
     ### BEGIN SOLUTION
     epochs, lr0 = 40, 0.003
-    model = Sequential(Linear(64, 256, seed=seed, init="he"), ReLU(), Linear(256, 10, seed=seed + 1, init="he"))
-    params = model.parameters()
+    network = Sequential(Linear(64, 256, seed=seed, init="he"), ReLU(), Linear(256, 10, seed=seed + 1, init="he"))
+    params = network.parameters()
     optimizer = AdamW(params, lr=lr0, weight_decay=0.01)
     loss_fn, order = CrossEntropy(), np.random.default_rng(seed)
     best, best_accuracy = [p.data.copy() for p in params], -1.0
@@ -79,15 +77,15 @@ def build_and_train(X_train, y_train, X_val, y_val, seed=0, report=None):
         optimizer.lr = lr0 * 0.5 * (1 + np.cos(np.pi * epoch / epochs))  # cosine decay to 0
         for inputs, labels in batches(X_train, y_train, 32, order):
             optimizer.zero_grad()
-            loss = loss_fn(model(inputs), labels)
+            loss = loss_fn(network(inputs), labels)
             loss.backward()
             optimizer.step()
-        val_accuracy = measure(model, X_val, y_val)[1]
+        val_accuracy = measure(network, X_val, y_val)[1]
         if val_accuracy >= best_accuracy:  # early stopping: keep the epoch validation prefers (the later of ties)
             best, best_accuracy = [p.data.copy() for p in params], val_accuracy
         if report is not None:
-            report(epoch, model)
-    for p, saved in zip(params, best):
-        p.data[...] = saved
-    return model
+            report(epoch, network)
+    for p, kept in zip(params, best):  # the parameters of the best validation epoch
+        p.data[...] = kept
+    return network
     ### END SOLUTION
