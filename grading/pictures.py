@@ -21,6 +21,7 @@ PICTURES = {
     "12_conv": ["c12-filters"],  # learned kernels and the feature maps of one digit
     "14_higher_order": ["c14-035"],  # tanh and three derivatives, each by differentiating the one before
     "15_viz": ["c15-009", "c15-010"],
+    "16_capstone": ["c16-curves"],  # training, validation and test curves of the reference solution
 }
 
 
