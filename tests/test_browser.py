@@ -152,7 +152,9 @@ def test_notebook_runs_in_jupyterlab_and_shows_passing_visible_tests(jupyterlab)
             wait_for(page, idle, 90, playwright.TimeoutError)
             page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
             page.click("div.lm-Menu-itemLabel:text-is('Run All Cells')")
-            wait_for(page, f"text={VISIBLE_OUTPUTS[-1]}", 120, playwright.TimeoutError)
+            # In a cell's output, not its source: the test cell's own code holds the same words.
+            last_output = f".jp-OutputArea-output:has-text('{VISIBLE_OUTPUTS[-1]}')"
+            wait_for(page, last_output, 120, playwright.TimeoutError)
             wait_for(page, idle, 120, playwright.TimeoutError)
             outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
             errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count()
