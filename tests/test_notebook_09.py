@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from test_notebook_errors import cell_source, notebook_text, with_solution
 
+from conftest import REPO
+from grading.notebooks import nbgrader_meta, read_notebook
 from tinytorch.core.nn import Linear
 
 GIVEN = ["c09-002", "c09-003", "c09-005", "c09-007", "c09-009", "c09-init"]
@@ -80,3 +82,38 @@ def test_the_visible_and_the_hidden_test_of_notebook_09_each_catch_a_wrong_versi
 
 def test_notebook_09_does_not_give_linear_s_answer_in_its_released_text():
     assert "x @ Wᵀ" not in notebook_text("09_nn") and "x @ self.weight.T" not in cell_source("09_nn", "c09-006")
+
+
+def hidden_init_test(variant, linear=Linear):
+    "Notebook 09's hidden init_bound test as one student's variant draws it, with `linear` as the student's Linear."
+    from grading import variant as variants
+    from tinytorch.core.nn import init_bound
+    from tinytorch.core.tensor import Tensor
+
+    source = next(
+        cell.source
+        for cell in read_notebook(REPO / "notebooks" / "09_nn.ipynb").cells
+        if nbgrader_meta(cell).get("grade_id") == "init_bound_hidden"
+    )
+    variants.use(variant)
+    try:
+        exec(source, {"np": np, "Linear": linear, "init_bound": init_bound, "Tensor": Tensor})
+    finally:
+        variants.use(None)
+
+
+def test_the_reference_passes_the_hidden_he_depth_check_for_every_student_s_draw():
+    "Each student draws a width and inputs; the reference must pass for all of them (it failed 1 draw in 17 at 0.5)."
+    for number in range(60):
+        hidden_init_test(f"student{number}")
+
+
+def test_the_hidden_he_depth_check_catches_a_gain_of_one():
+    def half_variance(fan_in, fan_out, init="default", seed=None):
+        layer = Linear(fan_in, fan_out, init=init, seed=seed)
+        if init == "he":
+            layer.weight.data = layer.weight.data / np.sqrt(2)  # variance 1 / fan_in: the ReLU's half forgotten
+        return layer
+
+    with pytest.raises(AssertionError, match="He layers of width"):
+        hidden_init_test("student0", linear=half_variance)
