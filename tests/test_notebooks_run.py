@@ -1,4 +1,7 @@
 """Every notebook runs top to bottom, solutions in place, without an error: every code cell runs, and none fails.
+Then, in the same kernel, every hidden test is run again for many students' draws (grading.variant): the reference
+must pass each student's hidden inputs, or the grader's reference check refuses a whole run (09's He depth check once
+failed 1 draw in 17).
 
 NotebookClient stops at the first cell that raises (CellExecutionError); the test turns that into a failure naming the
 notebook, the cell (its number, nbgrader id and first line) and the error, instead of a bare traceback."""
@@ -9,10 +12,39 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from conftest import REPO
+from grading.notebooks import HIDDEN_BEGIN
 
 pytestmark = pytest.mark.slow  # runs every notebook in a kernel
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+DRAWS = 40  # students' variants each hidden test is run for, after the notebook's own run
+
+ACROSS_VARIANTS = """\
+# the instructor's hidden tests again, for {draws} students' draws
+from grading import variant as _variant
+_failed = []
+for _student in range({draws}):
+    _variant.use(f"reference-check-{{_student:02d}}")
+    for _grade_id, _source in {hidden!r}:
+        try:
+            exec(_source, globals())
+        except Exception as _error:
+            _failed.append(f"{{_grade_id}} for draw {{_student}}: {{type(_error).__name__}}: {{_error}}")
+_variant.use(None)
+assert not _failed, "the reference fails hidden tests for some students' draws: " + "; ".join(_failed[:5])
+"""
+
+
+def with_hidden_tests_across_variants(nb):
+    "`nb` with a last cell that runs every hidden test cell again for DRAWS students' variants."
+    hidden = [
+        (c.metadata["nbgrader"]["grade_id"], c.source)
+        for c in nb.cells
+        if c.cell_type == "code" and HIDDEN_BEGIN in c.source
+    ]
+    if hidden:
+        nb.cells.append(nbformat.v4.new_code_cell(ACROSS_VARIANTS.format(draws=DRAWS, hidden=hidden)))
+    return nb
 
 
 def describe(nb, index):
@@ -48,7 +80,7 @@ def failed_cell(nb):
 def test_notebook_runs(path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     monkeypatch.setenv("TINYTORCH_QUIET", "1")
-    nb = nbformat.read(path, 4)
+    nb = with_hidden_tests_across_variants(nbformat.read(path, 4))
     client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     stopped = None
     try:
