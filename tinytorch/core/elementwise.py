@@ -27,7 +27,7 @@ def unbroadcast(grad, shape):
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-007
 class AddBackward(Function):
-    "out = a + b:  grad_a = g,  grad_b = g"
+    "The gradients of out = a + b with respect to a and b."
 
     def apply(self, grad_output):
         a, b = self.saved_tensors
@@ -37,7 +37,7 @@ class AddBackward(Function):
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-010
 class SubBackward(Function):
-    "out = a - b:  grad_a = g,  grad_b = -g"
+    "The gradients of out = a - b with respect to a and b."
 
     def apply(self, grad_output):
         a, b = self.saved_tensors
@@ -47,7 +47,7 @@ class SubBackward(Function):
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-013
 class MulBackward(Function):
-    "out = a * b:  grad_a = g * b,  grad_b = g * a"
+    "The gradients of out = a * b (elementwise) with respect to a and b."
 
     def apply(self, grad_output):
         a, b = self.saved_tensors
@@ -57,7 +57,7 @@ class MulBackward(Function):
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-016
 class DivBackward(Function):
-    "out = a / b:  grad_a = g / b,  grad_b = -g * a / b**2"
+    "The gradients of out = a / b (elementwise) with respect to a and b."
 
     def apply(self, grad_output):
         a, b = self.saved_tensors
@@ -67,7 +67,7 @@ class DivBackward(Function):
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-019
 class NegBackward(Function):
-    "out = -a:  grad_a = -g"
+    "The gradient of out = -a."
 
     def apply(self, grad_output):
         ### BEGIN SOLUTION
@@ -76,7 +76,7 @@ class NegBackward(Function):
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-022
 class PowBackward(Function):
-    "out = a ** p for a fixed number p:  grad_a = g * p * a**(p-1)"
+    "The gradient of out = a ** p for a fixed number p (no gradient for p)."
 
     def __init__(self, a, exponent):
         super().__init__(a)
@@ -93,7 +93,7 @@ class PowBackward(Function):
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-025
 class ExpBackward(Function):
-    "out = exp(a):  grad_a = g * out  (the saved output)"
+    "The gradient of out = exp(a), from the saved output."
 
     def __init__(self, a, output):
         super().__init__(a)
@@ -106,7 +106,7 @@ class ExpBackward(Function):
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-028
 class LogBackward(Function):
-    "out = log(a):  grad_a = g / a"
+    "The gradient of out = log(a)."
 
     def apply(self, grad_output):
         (a,) = self.saved_tensors
