@@ -17,7 +17,7 @@ def relu(x):
 
 # %% ../../notebooks/07_activations.ipynb #c07-007
 class ReLUBackward(Function):
-    "out = max(x, 0):  grad_x = g * (x > 0)"
+    "The gradient of out = max(x, 0) (0 at x = 0, as in PyTorch)."
 
     def apply(self, grad_output):
         (x,) = self.saved_tensors
@@ -38,7 +38,7 @@ def sigmoid(x):
 
 # %% ../../notebooks/07_activations.ipynb #c07-011
 class SigmoidBackward(Function):
-    "out = σ(x):  grad_x = g * out * (1 - out)"
+    "The gradient of out = σ(x), from the saved output."
 
     def __init__(self, x, output):
         super().__init__(x)
@@ -58,7 +58,7 @@ def tanh(x):
 
 # %% ../../notebooks/07_activations.ipynb #c07-025
 class TanhBackward(Function):
-    "out = tanh(x):  grad_x = g * (1 - out²)"
+    "The gradient of out = tanh(x), from the saved output."
 
     def __init__(self, x, output):
         super().__init__(x)
@@ -83,7 +83,7 @@ def softmax(x, axis=-1):
 
 # %% ../../notebooks/07_activations.ipynb #c07-017
 class SoftmaxBackward(Function):
-    "s = softmax(x):  grad_x = s * (g - Σ g·s)"
+    "The gradient of s = softmax(x) along `axis`, from the saved output."
 
     def __init__(self, x, output, axis=-1):
         super().__init__(x)
@@ -103,7 +103,7 @@ def log_softmax(x, axis=-1):
 
 # %% ../../notebooks/07_activations.ipynb #c07-029
 class LogSoftmaxBackward(Function):
-    "out = log_softmax(x):  grad_x = g - softmax(x) * Σ g"
+    "The gradient of out = log_softmax(x) along `axis`, from the saved output."
 
     def __init__(self, x, output, axis=-1):
         super().__init__(x)
