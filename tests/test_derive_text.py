@@ -1,4 +1,4 @@
-"""Notebooks 04 and 07 ask the student to derive their rules (issue 23, point 2): one rule of each family is derived
+"""Notebooks 04, 05 and 07 ask the student to derive their rules (issue 23, point 2): one rule of each family is derived
 in the text, the docstrings say what a rule computes, not its gradient, and the text gives numbers to check against
 instead of the formula. Those numbers are checked here
 against the reference rules, and the mistakes the text names against the numbers it says they give."""
@@ -8,13 +8,14 @@ import pytest
 
 from conftest import REPO
 from grading.notebooks import read_notebook
-from tinytorch.core import activations, elementwise
+from tinytorch.core import activations, elementwise, reductions
 from tinytorch.core.tensor import Tensor
 
 EXERCISES = ["AddBackward", "SubBackward", "MulBackward", "DivBackward", "NegBackward", "PowBackward", "ExpBackward"]
 EXERCISES += ["LogBackward"]
 
 
+REDUCTIONS = ["MatmulBackward", "SumBackward", "MeanBackward", "ReshapeBackward", "TransposeBackward", "IndexBackward"]
 ACTIVATIONS = ["ReLUBackward", "SigmoidBackward", "TanhBackward", "SoftmaxBackward", "LogSoftmaxBackward"]
 
 
@@ -23,7 +24,10 @@ def text_of(cell_id, notebook="04_elementwise"):
 
 
 @pytest.mark.parametrize(
-    "module, name", [(elementwise, n) for n in EXERCISES] + [(activations, n) for n in ACTIVATIONS]
+    "module, name",
+    [(elementwise, n) for n in EXERCISES]
+    + [(reductions, n) for n in REDUCTIONS]
+    + [(activations, n) for n in ACTIVATIONS],
 )
 def test_the_docstring_says_what_the_rule_computes_not_its_gradient(module, name):
     doc = getattr(module, name).__doc__

@@ -64,7 +64,7 @@ class ScatterAddBackward(Function):
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-005
 class MatmulBackward(Function):
-    "out = a @ b:  grad_a = g @ bᵀ,  grad_b = aᵀ @ g"
+    "The gradients of out = a @ b with respect to a and b (vectors and stacks of matrices too)."
 
     def apply(self, grad_output):
         a, b = self.saved_tensors
@@ -93,7 +93,7 @@ class MatmulBackward(Function):
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-009
 class SumBackward(Function):
-    "out = x.sum(axis):  grad_x = g broadcast back over the summed axes"
+    "The gradient of out = x.sum(axis, keepdims)."
 
     def __init__(self, x, axis=None, keepdims=False):
         super().__init__(x)
@@ -107,7 +107,7 @@ class SumBackward(Function):
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-024
 class MeanBackward(Function):
-    "out = x.mean(axis):  grad_x = g broadcast back, divided by the number of elements averaged"
+    "The gradient of out = x.mean(axis, keepdims)."
 
     def __init__(self, x, axis=None, keepdims=False):
         super().__init__(x)
@@ -124,7 +124,7 @@ class MeanBackward(Function):
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-015
 class ReshapeBackward(Function):
-    "out = x.reshape(shape):  grad_x = g.reshape(x.shape)"
+    "The gradient of out = x.reshape(shape)."
 
     def apply(self, grad_output):
         (x,) = self.saved_tensors
@@ -134,7 +134,7 @@ class ReshapeBackward(Function):
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-025
 class TransposeBackward(Function):
-    "out = x.transpose(axes):  grad_x = g.transpose(inverse permutation)"
+    "The gradient of out = x.transpose(axes)."
 
     def __init__(self, x, axes=None):
         super().__init__(x)
@@ -148,7 +148,7 @@ class TransposeBackward(Function):
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-021
 class IndexBackward(Function):
-    "out = x[index]:  grad_x = zeros with g added at index"
+    "The gradient of out = x[index], for every kind of index (repeated positions included)."
 
     def __init__(self, x, index):
         super().__init__(x)
