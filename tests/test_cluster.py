@@ -108,7 +108,8 @@ class Cluster:
                 busy = {w: k for w, keys in client.processing().items() for k in keys if str(k).startswith("grade-")}
                 if busy:
                     worker, key = next(iter(busy.items()))
-                    os.killpg(os.getpgid(client.scheduler_info()["workers"][worker]["pid"]), signal.SIGKILL)
+                    pid = client.run(os.getpid, workers=[worker])[worker]
+                    os.killpg(os.getpgid(pid), signal.SIGKILL)  # the worker and its nanny
                     return key
                 time.sleep(0.1)
         return None
@@ -262,3 +263,41 @@ def test_without_dask_the_message_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(GradingError, match=r'pip install "dask\[distributed\]"'):
         start_client("tcp://127.0.0.1:8786")
+
+
+def test_a_worker_with_another_grader_grades_nothing_and_says_why():
+    from grading.cluster import grade_task
+
+    reply = grade_task({"grader": "another"}, b"")
+    assert reply["result"] is None and "another version of the grader" in reply["failure"]
+
+
+def test_a_task_is_data_and_every_path_of_the_workers_spec_is_in_its_own_folder(tmp_path):
+    from dataclasses import asdict, fields
+
+    from grading.cluster import make_task, worker_spec
+    from grading.job import Spec
+
+    state = tmp_path / "grader" / ".grading"
+    for name in ["submitted.ipynb", "instructor.ipynb"]:
+        (tmp_path / name).write_text("{}")
+    values = {f.name: str(tmp_path / "grader" / f.name) for f in fields(Spec) if f.type is str}
+    values.update(
+        submitted=str(tmp_path / "submitted.ipynb"),
+        instructor=str(tmp_path / "instructor.ipynb"),
+        reference=str(state / "reference"),
+        released=str(state / "master" / "release" / "01_tensor" / "01_tensor.ipynb"),
+        earlier_modules=[],
+        variant="0123",
+    )
+    spec = Spec(**values)
+    task = make_task(spec, 60)
+    assert task["submitted"] == b"{}" and task["released"] == "master/release/01_tensor/01_tensor.ipynb"
+    assert "secret" not in json.dumps({k: v for k, v in task.items() if not isinstance(v, bytes)})
+    remote = worker_spec(task, tmp_path / "task")
+    moved = {"submitted", "instructor", "released", "master", "reference", "scratch", "result", "feedback", "page"}
+    for name in moved:
+        assert Path(getattr(remote, name)).is_relative_to(tmp_path / "task"), name
+    assert {k: v for k, v in asdict(remote).items() if k not in moved} == {
+        k: v for k, v in asdict(spec).items() if k not in moved
+    }
