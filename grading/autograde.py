@@ -637,7 +637,8 @@ def make_runner(run, workers, log):
     if not run.cluster:
         return Runner(workers or os.cpu_count() or 1, run.notebook_timeout)
     runner = ClusterRunner(run.cluster, run.notebook_timeout, run.sandboxed)
-    log(f"grading on the Dask cluster {run.cluster}: {runner.worker_count} workers now")
+    count = runner.worker_count
+    log(f"grading on the Dask cluster {run.cluster}: {count} worker{'s' if count != 1 else ''} now")
     return runner
 
 

@@ -35,6 +35,7 @@ from .errors import GradingError
 from .job import Spec
 from .notebooks import REPO, write_atomic
 from .runner import Interrupted, Runner, not_graded
+from .sandbox import problem
 
 INSTALL = 'pip install "dask[distributed]"'
 CONNECT_TIMEOUT = 20  # seconds to reach the scheduler before the run stops with an error
@@ -239,8 +240,6 @@ def worker_environment():
     """What the reference check depends on, on this worker, and whether it can grade: the grader's source, the
     Python, its packages, and bubblewrap (grading.sandbox.problem: None when it runs)."""
     import site
-
-    from .sandbox import problem
 
     packages = [os.stat(p).st_mtime_ns for p in site.getsitepackages() if os.path.isdir(p)]
     return {
