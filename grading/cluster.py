@@ -40,7 +40,7 @@ from .sandbox import problem
 INSTALL = 'pip install "dask[distributed]"'
 CONNECT_TIMEOUT = 20  # seconds to reach the scheduler before the run stops with an error
 WORKER_WAIT = 120  # seconds to wait for the cluster's first worker (a batch system may take a while to start one)
-IN_FLIGHT = 256  # tasks this process keeps submitted at once (the scheduler queues them for its workers)
+IN_FLIGHT = 256  # tasks this process keeps submitted at once, at least (the scheduler queues them for its workers)
 RETRIES = 1  # a task that raised on its worker (not a grading failure: a worker's own error) is tried once more
 COURSE_FOLDERS = ["reference", "released", "master/release"]  # of OUT/.grading: what a job reads there
 SKIPPED = {"__pycache__", ".ipynb_checkpoints"}  # not sent: each worker's Python writes its own
@@ -82,6 +82,7 @@ class ClusterRunner(Runner):
         except BaseException:
             self.close()
             raise
+        self.workers = max(IN_FLIGHT, 4 * self.worker_count)  # a big cluster is never kept waiting for tasks
         self.course, self.course_lock = None, threading.Lock()
 
     def run(self, spec, spec_path):
