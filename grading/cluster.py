@@ -188,11 +188,12 @@ def grade_task(task, course):
     if task["grader"] != grader_digest():  # a worker that joined after check_workers, with another grader
         return {
             "result": None,
-            "failure": not_graded(f"{OTHER_GRADER} ({worker_name()})"),
+            "failure": not_graded(f"{OTHER_GRADER} ({getattr(this_worker(), 'address', 'not on a Dask worker')})"),
             "feedback": None,
             "page": None,
         }
-    with tempfile.TemporaryDirectory(prefix="tinytorch-task-") as folder:
+    worker = this_worker()  # the task's folder in its worker's own: Dask removes what a killed worker left there
+    with tempfile.TemporaryDirectory(prefix="tinytorch-task-", dir=worker and worker.local_directory) as folder:
         folder = Path(folder)
         with tarfile.open(fileobj=io.BytesIO(course), mode="r:gz") as archive:
             archive.extractall(folder / "course", filter="data")
@@ -250,13 +251,14 @@ def worker_environment():
     }
 
 
-def worker_name():
+def this_worker():
+    "The Dask worker this task runs on, or None outside one."
     from distributed import get_worker
 
     try:
-        return f"Dask worker {get_worker().address}"
+        return get_worker()
     except ValueError:
-        return "not on a Dask worker"
+        return None
 
 
 @functools.cache
