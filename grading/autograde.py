@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import csvsafe, marking, sandbox
+from .cluster import ClusterRunner
 from .convention import manual_answers
 from .course import Course
 from .defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
@@ -416,15 +417,17 @@ def autograde(
     late=None,
     now=None,
     student_user=None,
+    cluster=None,
 ):
     """Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/.
     `secret_file`: the course secret the hidden tests' variants come from (default OUT/.grading-secret, made on first
     use); `feedback`: full, summary or none (grading.feedback); `late`: a grading.late.Policy; `now`: its clock;
-    `student_user`: where bwrap cannot run, the user the students' code runs as (grading.sandbox; one job at a time)."""
+    `student_user`: where bwrap cannot run, the user the students' code runs as (grading.sandbox; one job at a time);
+    `cluster`: a Dask scheduler's address (tcp://HOST:8786) or local:N, to grade there (grading.cluster)."""
     log = log or (lambda message: None)
     if feedback not in POLICIES:
         raise GradingError(f"--feedback {feedback!r}: expected one of {', '.join(POLICIES)}.")
-    isolation = sandbox.isolation(unsafe_no_sandbox, student_user)
+    isolation = isolation_for(unsafe_no_sandbox, student_user, cluster)
     if isolation == "user":
         log(f"bubblewrap cannot run here ({sandbox.problem()}): students' code runs as user {student_user}")
         workers = 1  # kill(-1) as that user ends every sandbox's leftovers: one sandbox at a time
@@ -452,8 +455,18 @@ def autograde(
             notebook_timeout=notebook_timeout,
             memory_mb=memory_mb,
             student_user=student_user if isolation == "user" else "",
+            cluster=cluster or "",
         )
         return _autograde(run, found, problems, workers, progress, log)
+
+
+def isolation_for(unsafe_no_sandbox, student_user, cluster):
+    "How students' code runs (grading.sandbox.isolation); on a cluster, bubblewrap is checked on the workers."
+    if not cluster:
+        return sandbox.isolation(unsafe_no_sandbox, student_user)
+    if student_user:
+        raise GradingError("--student-user grades one submission at a time on this machine: not with --cluster")
+    return "none" if unsafe_no_sandbox else "bwrap"
 
 
 @dataclass
@@ -502,6 +515,7 @@ class Run:
     notebook_timeout: int = NOTEBOOK_TIMEOUT
     memory_mb: int = MEMORY_MB
     student_user: str = ""  # where bwrap cannot run, the user students' code runs as (grading.sandbox)
+    cluster: str = ""  # a Dask scheduler's address, or local:N: grade there (grading.cluster); "" grades here
     scratch: Path = None  # where this run's jobs make their folders
     jobs: Path = None  # this run's job specs, logs and results
 
@@ -565,7 +579,7 @@ def _autograde(run, found, problems, workers, progress, log):
         return rows
 
     if todo:
-        runner = Runner(workers or os.cpu_count() or 1, run.notebook_timeout)
+        runner = make_runner(run, workers, log)
         run.scratch = make_scratch(state, run.student_user)
         run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
         try:
@@ -607,6 +621,7 @@ def _autograde(run, found, problems, workers, progress, log):
             )
             raise
         finally:
+            runner.close()
             shutil.rmtree(run.scratch, ignore_errors=True)
             shutil.rmtree(run.jobs, ignore_errors=True)
     rows = publish()
@@ -615,6 +630,16 @@ def _autograde(run, found, problems, workers, progress, log):
     if any(answers.values()) and found:
         marking.update(out, state, run.notebooks, instructor, found, done, log)
     return rows
+
+
+def make_runner(run, workers, log):
+    "Where the jobs run: here, `workers` at a time, or on the Dask cluster run.cluster (grading.cluster)."
+    if not run.cluster:
+        return Runner(workers or os.cpu_count() or 1, run.notebook_timeout)
+    runner = ClusterRunner(run.cluster, run.notebook_timeout, run.sandboxed)
+    count = runner.worker_count
+    log(f"grading on the Dask cluster {run.cluster}: {count} worker{'s' if count != 1 else ''} now")
+    return runner
 
 
 def plan_run(run, found, tests):
@@ -648,7 +673,7 @@ def check_reference(run, runner, assignments, log):
     grading nobody. A pass is remembered for this environment (OUT/.grading/reference-check.json)."""
     record_path = run.state / "reference-check.json"
     record = load_result(record_path) or {}
-    key = environment_key(run)
+    key = environment_key(run, runner)
     unchecked = [a for a in assignments if record.get(a) != key]
     if not unchecked:
         return
@@ -697,11 +722,11 @@ def check_reference(run, runner, assignments, log):
         )
 
 
-def environment_key(run):
+def environment_key(run, runner):
     "What the reference check's verdict depends on besides the notebooks: the Python, its packages, the limits."
     import site
 
     packages = [os.stat(p).st_mtime_ns for p in site.getsitepackages() if os.path.isdir(p)]
     limits = [run.sandboxed, run.student_user, run.cell_timeout, run.memory_mb]
-    parts = [GRADER_VERSION, sys.executable, sys.prefix, *limits, packages]
+    parts = [GRADER_VERSION, sys.executable, sys.prefix, *limits, packages, runner.environment]
     return digest(json.dumps(parts, default=str))

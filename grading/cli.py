@@ -85,6 +85,7 @@ def cmd_autograde(args):
         feedback=args.feedback,
         late=late_policy(args),
         student_user=args.student_user,
+        cluster=args.cluster,
     )
     print_table(rows)
     failed = [r for r in rows if r.problem]
@@ -334,6 +335,13 @@ def parser():
         help=f"seconds one submission may take in all, both runs, stretched on a busy machine (default {NOTEBOOK_TIMEOUT})",
     )
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
+    p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS",
+        help="grade on a Dask cluster instead: its scheduler's address (tcp://HOST:8786), or local:N for N workers "
+        'on this machine; each worker grades in its own sandbox (needs pip install "dask[distributed]")',
+    )
     p.add_argument(
         "--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)"
     )

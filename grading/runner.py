@@ -45,6 +45,7 @@ class Runner:
     def __init__(self, workers, timeout):
         self.workers, self.timeout = max(1, workers), timeout
         self.running, self.lock, self.stopping = set(), threading.Lock(), threading.Event()
+        self.environment = ""  # where the jobs run, for the reference check's record: here, the grader's own Python
 
     def run(self, spec, spec_path):
         """Run one job; return (result, None) or (None, why it could not be graded). Raises Interrupted when the
@@ -97,6 +98,9 @@ class Runner:
             self.stopping.set()
             for process in self.running:
                 kill(process)
+
+    def close(self):
+        "Nothing to let go of here (grading.cluster.ClusterRunner lets go of its cluster)."
 
     def map(self, function, items, progress=None):
         "Call `function(item)` for every item, `workers` at a time; on Ctrl-C stop everything, then re-raise."

@@ -369,7 +369,7 @@ def start(
             pass_fds=(*pass_fds, *copied),
             preexec_fn=limiter(memory_mb, cpu_seconds, group, user=user),
             start_new_session=True,
-            env=None if sandboxed else env,
+            env=bwrap_env() if sandboxed else env,
             cwd=workdir,
         )
     except BaseException:
@@ -380,6 +380,13 @@ def start(
         close_all(copied)  # bwrap has its own copies of them
     process.unsafe_workdir, process.cgroups, process.student_user = workdir, group, user
     return process
+
+
+def bwrap_env():
+    """bwrap's own environment: only the PATH it is found by. Its process is PID 1 inside the sandbox, whose
+    /proc/1/environ the student's code can read (--clearenv cleans only the command's), so it gets none of the
+    grader's variables (a Dask worker's, a token, JUPYTER_PATH)."""
+    return {"PATH": os.environ.get("PATH", BASE_ENV["PATH"])}
 
 
 def close_all(fds):

@@ -86,3 +86,17 @@ def test_the_sandbox_shows_no_path_of_the_grader_and_its_root_is_read_only(tmp_p
     assert ran.stdout.startswith("42\n")
     assert str(tmp_path) not in ran.stdout and ".grading" not in ran.stdout
     assert "WROTE" not in ran.stdout and ran.stdout.count("refused") == 3
+
+
+@pytest.mark.skipif(sandbox.problem() is not None, reason="bubblewrap cannot make a sandbox here")
+def test_no_variable_of_the_grader_can_be_read_inside_the_sandbox_not_even_from_pid_1(monkeypatch, tmp_path):
+    "bwrap is PID 1 in the sandbox, and its /proc/1/environ is readable there: it must hold nothing of the grader's."
+    monkeypatch.setenv("TINYTORCH_GRADER_ONLY", "a token of the grader's")
+    code = "import glob; print(b''.join(open(p, 'rb').read() for p in glob.glob('/proc/[0-9]*/environ')))"
+    output = tmp_path / "output"
+    with open(output, "w") as stdout:
+        process = sandbox.start([sandbox.interpreter(), "-I", "-c", code], binds=[], stdout=stdout)
+        process.wait(120)
+        sandbox.stop(process)
+    assert "TINYTORCH_GRADER_ONLY" not in output.read_text()
+    assert "PATH" in output.read_text(), "the sandbox's processes were not read"

@@ -1,0 +1,303 @@
+"""Grading on a Dask cluster (grading.cluster): a real `dask scheduler` and two `dask worker` processes on loopback
+grade a small class (alice solved, bob the untouched release, mallory a hostile 04) into the same grades.csv and
+gradebook.json as the local runner, also when a worker is killed in the middle of the run."""
+
+import csv
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+from grading.classroom import ELEMENTWISE, only
+from grading.classroom import submission as solved_submission
+from grading.errors import GradingError
+from grading.notebooks import read_notebook, write_notebook
+
+NOTEBOOKS = ["01_tensor", ELEMENTWISE]
+OPTIONS = ["--cell-timeout", "20", "--notebook-timeout", "300"]
+MARK = "TINYTORCH_DASK_WORKER_MARK"  # in the Dask workers' environment: the hostile submission looks for it
+HOSTILE = """
+import glob as _glob, os as _os, socket as _socket
+_found = [_k for _k in _os.environ if _k == {mark!r}]
+for _path in _glob.glob("/proc/[0-9]*/environ"):
+    try:
+        if {mark!r}.encode() in open(_path, "rb").read():
+            _found.append(_path)
+    except Exception:
+        pass
+try:
+    _socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+    _found.append("the scheduler")
+except Exception:
+    pass
+for _path in {outside!r}:
+    try:
+        open(_path, "w").write(repr(_found))
+    except Exception:
+        pass
+if _found:
+    print("LE" + "AKED", _found)
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def dask_env():
+    return dict(os.environ, PYTHONPATH=str(REPO), **{MARK: "1"})
+
+
+class Cluster:
+    "A `dask scheduler` and `dask worker` processes on 127.0.0.1, each in a process group of its own."
+
+    def __init__(self, folder, workers=2):
+        self.port, self.folder, self.logs = free_port(), Path(folder), []
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.scheduler = self.start(["scheduler", "--host", "127.0.0.1", "--port", str(self.port)], "scheduler")
+        self.workers = [self.start(self.worker_args(i), f"worker{i}") for i in range(workers)]
+        self.wait_for(workers)
+
+    def worker_args(self, i):
+        return ["worker", self.address, "--nthreads", "1", "--no-dashboard", "--local-directory", str(self.folder)]
+
+    def start(self, args, name):
+        log = open(self.folder / f"{name}.log", "w")
+        self.logs.append(log)
+        extra = ["--no-dashboard"] if args[0] == "scheduler" else []
+        return subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_" + args[0], *args[1:], *extra],
+            cwd=self.folder,
+            env=dask_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_for(self, count):
+        from distributed import Client
+
+        with Client(self.address, timeout=60) as client:
+            client.wait_for_workers(count, timeout=120)
+
+    def kill(self, process):
+        "SIGKILL a process and its children (a worker's nanny and its worker process)."
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+    def kill_a_busy_worker(self):
+        "SIGKILL a worker that is grading a submission now; the task it was running, or None if none was."
+        from distributed import Client
+
+        with Client(self.address, timeout=60) as client:
+            for _ in range(100):
+                busy = {w: k for w, keys in client.processing().items() for k in keys if str(k).startswith("grade-")}
+                if busy:
+                    worker, key = next(iter(busy.items()))
+                    pid = client.run(os.getpid, workers=[worker])[worker]
+                    os.killpg(os.getpgid(pid), signal.SIGKILL)  # the worker and its nanny
+                    return key
+                time.sleep(0.1)
+        return None
+
+    def close(self):
+        for process in [*self.workers, self.scheduler]:
+            self.kill(process)
+        for log in self.logs:
+            log.close()
+
+
+def make_class(kit, out, port, outside):
+    "alice: 01 and 04 solved; bob: both as released; mallory: 04 left undone, with code that attacks the worker."
+    for stem in NOTEBOOKS:
+        release = read_notebook(Path(kit) / stem / f"{stem}.ipynb")
+        write_notebook(solved_submission(kit, stem), out / "alice" / stem / f"{stem}.ipynb")
+        write_notebook(release, out / "bob" / stem / f"{stem}.ipynb")
+    hostile = solved_submission(kit, ELEMENTWISE, only(set(), HOSTILE.format(mark=MARK, outside=outside, port=port)))
+    write_notebook(hostile, out / "mallory" / ELEMENTWISE / f"{ELEMENTWISE}.ipynb")
+
+
+def table(out):
+    with open(Path(out) / "grades.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def gradebook(out):
+    return json.loads((Path(out) / "gradebook.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory):
+    cluster = Cluster(tmp_path_factory.mktemp("dask"))
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def small_class(kit, tmp_path_factory, dask_cluster):
+    root = tmp_path_factory.mktemp("small-class")
+    outside = [str(root / "grades-local" / "pwned"), str(root / "pwned"), str(dask_cluster.folder / "pwned")]
+    make_class(kit, root / "submissions", dask_cluster.port, outside)
+    local = run_cli("autograde", root / "submissions", "--out", root / "grades-local", "--workers", "2", *secret(root))
+    assert local.returncode == 0, local.stderr[-3000:]
+    return {"root": root, "outside": outside}
+
+
+def secret(root):
+    "One course secret for every run: the hidden tests draw the same inputs in each."
+    return [*OPTIONS, "--secret-file", str(root / "secret")]
+
+
+@pytest.mark.slow
+def test_a_dask_cluster_grades_the_class_as_the_local_runner_does(small_class, dask_cluster):
+    root = small_class["root"]
+    result = run_cli(
+        "autograde",
+        root / "submissions",
+        "--out",
+        root / "grades-dask",
+        "--cluster",
+        dask_cluster.address,
+        *secret(root),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert table(root / "grades-dask") == table(root / "grades-local")
+    assert gradebook(root / "grades-dask") == gradebook(root / "grades-local")
+    assert len(table(root / "grades-dask")) == 5
+    page = root / "grades-dask" / "feedback" / "alice" / f"{ELEMENTWISE}.html"
+    assert "mul_backward" in page.read_text()
+
+
+@pytest.mark.slow
+def test_a_hostile_submission_scores_as_locally_and_reaches_nothing_outside_its_sandbox(small_class, dask_cluster):
+    root = small_class["root"]
+    if not (root / "grades-dask" / "grades.csv").exists():
+        pytest.skip("needs the cluster run of the test before")
+    rows = {(r["student"], r["assignment"]): r for r in table(root / "grades-dask")}
+    assert rows[("mallory", ELEMENTWISE)]["score"] == "0"
+    assert (
+        rows[("mallory", ELEMENTWISE)]
+        == {(r["student"], r["assignment"]): r for r in table(root / "grades-local")}[("mallory", ELEMENTWISE)]
+    )
+    assert not [p for p in small_class["outside"] if Path(p).exists()]
+    page = root / "grades-dask" / "feedback" / "mallory" / f"{ELEMENTWISE}.html"
+    assert "LEAKED" not in page.read_text()
+    assert all(p.poll() is None for p in dask_cluster.workers), "a worker died"
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_class, tmp_path):
+    root = small_class["root"]
+    cluster = Cluster(tmp_path / "dask")
+    out = tmp_path / "grades"
+    try:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "grading",
+                "autograde",
+                str(root / "submissions"),
+                "--out",
+                str(out),
+                "--cluster",
+                cluster.address,
+                *secret(root),
+            ],
+            cwd=REPO,
+            env=dask_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.time() + 900
+        while not list((out / "results").glob("*/*.json")) and time.time() < deadline and process.poll() is None:
+            time.sleep(0.2)
+        killed = cluster.kill_a_busy_worker()
+        stdout, stderr = process.communicate(timeout=900)
+    finally:
+        cluster.close()
+    assert process.returncode == 0, stderr[-3000:]
+    assert killed, "no worker was grading when the first result came in"
+    assert table(out) == table(root / "grades-local")
+    assert gradebook(out) == gradebook(root / "grades-local")
+
+
+@pytest.mark.slow
+def test_an_unreachable_scheduler_is_named_and_the_table_is_left_as_it_was(small_class, tmp_path):
+    root = small_class["root"]
+    out = tmp_path / "grades"
+    shutil.copytree(root / "grades-local", out)
+    changed = root / "submissions" / "bob" / "01_tensor" / "01_tensor.ipynb"
+    submissions = tmp_path / "submissions"
+    shutil.copytree(root / "submissions", submissions)
+    (submissions / "bob" / "01_tensor" / "01_tensor.ipynb").write_text(
+        changed.read_text().replace("Tensor", "Tensor ", 1)
+    )
+    before = (out / "grades.csv").read_text(), (out / "gradebook.json").read_text()
+    result = run_cli(
+        "autograde", submissions, "--out", out, "--cluster", f"tcp://127.0.0.1:{free_port()}", *secret(root)
+    )
+    assert result.returncode == 2
+    assert "cannot reach a Dask scheduler" in result.stderr
+    assert ((out / "grades.csv").read_text(), (out / "gradebook.json").read_text()) == before
+
+
+def test_without_dask_the_message_says_how_to_install_it(monkeypatch):
+    from grading.cluster import start_client
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(GradingError, match=r'pip install "dask\[distributed\]"'):
+        start_client("tcp://127.0.0.1:8786")
+
+
+def test_a_worker_with_another_grader_grades_nothing_and_says_why():
+    from grading.cluster import grade_task
+
+    reply = grade_task({"grader": "another"}, b"")
+    assert reply["result"] is None and "another version of the grader" in reply["failure"]
+
+
+def test_a_task_is_data_and_every_path_of_the_workers_spec_is_in_its_own_folder(tmp_path):
+    from dataclasses import asdict, fields
+
+    from grading.cluster import make_task, worker_spec
+    from grading.job import Spec
+
+    state = tmp_path / "grader" / ".grading"
+    for name in ["submitted.ipynb", "instructor.ipynb"]:
+        (tmp_path / name).write_text("{}")
+    values = {f.name: str(tmp_path / "grader" / f.name) for f in fields(Spec) if f.type is str}
+    values.update(
+        submitted=str(tmp_path / "submitted.ipynb"),
+        instructor=str(tmp_path / "instructor.ipynb"),
+        reference=str(state / "reference"),
+        released=str(state / "master" / "release" / "01_tensor" / "01_tensor.ipynb"),
+        earlier_modules=[],
+        variant="0123",
+    )
+    spec = Spec(**values)
+    task = make_task(spec, 60)
+    assert task["submitted"] == b"{}" and task["released"] == "master/release/01_tensor/01_tensor.ipynb"
+    assert "secret" not in json.dumps({k: v for k, v in task.items() if not isinstance(v, bytes)})
+    remote = worker_spec(task, tmp_path / "task")
+    moved = {"submitted", "instructor", "released", "master", "reference", "scratch", "result", "feedback", "page"}
+    for name in moved:
+        assert Path(getattr(remote, name)).is_relative_to(tmp_path / "task"), name
+    assert {k: v for k, v in asdict(remote).items() if k not in moved} == {
+        k: v for k, v in asdict(spec).items() if k not in moved
+    }
