@@ -1,4 +1,4 @@
-"""Notebooks 04, 05 and 07 ask the student to derive their rules (issue 23, point 2): one rule of each family is derived
+"""Notebooks 04, 05, 07 and 08 ask the student to derive their rules (issue 23, point 2): one rule of each family is derived
 in the text, the docstrings say what a rule computes, not its gradient, and the text gives numbers to check against
 instead of the formula. Those numbers are checked here
 against the reference rules, and the mistakes the text names against the numbers it says they give."""
@@ -8,7 +8,7 @@ import pytest
 
 from conftest import REPO
 from grading.notebooks import read_notebook
-from tinytorch.core import activations, elementwise, reductions
+from tinytorch.core import activations, elementwise, losses, reductions
 from tinytorch.core.tensor import Tensor
 
 EXERCISES = ["AddBackward", "SubBackward", "MulBackward", "DivBackward", "NegBackward", "PowBackward", "ExpBackward"]
@@ -16,6 +16,7 @@ EXERCISES += ["LogBackward"]
 
 
 REDUCTIONS = ["MatmulBackward", "SumBackward", "MeanBackward", "ReshapeBackward", "TransposeBackward", "IndexBackward"]
+LOSSES = ["MSEBackward", "BCEBackward", "CrossEntropyBackward"]
 ACTIVATIONS = ["ReLUBackward", "SigmoidBackward", "TanhBackward", "SoftmaxBackward", "LogSoftmaxBackward"]
 
 
@@ -27,7 +28,8 @@ def text_of(cell_id, notebook="04_elementwise"):
     "module, name",
     [(elementwise, n) for n in EXERCISES]
     + [(reductions, n) for n in REDUCTIONS]
-    + [(activations, n) for n in ACTIVATIONS],
+    + [(activations, n) for n in ACTIVATIONS]
+    + [(losses, n) for n in LOSSES],
 )
 def test_the_docstring_says_what_the_rule_computes_not_its_gradient(module, name):
     doc = getattr(module, name).__doc__

@@ -60,7 +60,7 @@ def mse_loss(prediction, target):
 
 # %% ../../notebooks/08_losses.ipynb #c08-007
 class MSEBackward(Function):
-    "loss = mean((p - t)²):  grad_p = g · 2(p - t) / N,  grad_t = -grad_p"
+    "The gradients of loss = mean((p - t)²) with respect to the predictions p and the targets t."
 
     def apply(self, grad_output):
         prediction, target = self.saved_tensors
@@ -98,7 +98,7 @@ def bce_loss(probabilities, target):
 
 # %% ../../notebooks/08_losses.ipynb #c08-011
 class BCEBackward(Function):
-    "loss = -mean(t log p + (1-t) log(1-p)):  grad_p = g · (p - t) / (p (1 - p)) / N"
+    "The gradients of loss = -mean(t log p + (1-t) log(1-p)) with respect to p (and t)."
 
     def apply(self, grad_output):
         probabilities, target = self.saved_tensors
@@ -121,7 +121,7 @@ def cross_entropy(logits, targets):
 
 # %% ../../notebooks/08_losses.ipynb #c08-015
 class CrossEntropyBackward(Function):
-    "loss = mean(-log softmax(z)[i, y_i]):  grad_z = g · (softmax(z) - one_hot(y)) / batch"
+    "The gradient of loss = mean(-log softmax(z)[i, y_i]) with respect to the logits z."
 
     def apply(self, grad_output):
         logits, targets = self.saved_tensors
