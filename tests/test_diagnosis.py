@@ -142,6 +142,13 @@ def test_a_rule_right_only_for_square_inputs_is_named_with_its_smallest_failing_
     assert "Smallest failing input shapes: (1, 2) " in message, message
 
 
+def test_a_rule_right_only_for_a_batch_of_one_is_not_called_square_only():
+    # 08's cross-entropy without 1/batch passes on logits (1, 2) only: one long axis is not a square input
+    message = failure(MeanTimesBatch, lambda x, axis: x.mean(axis=axis), [rng.normal(size=(4, 10))], axis=0)
+    assert "a division by 4, the length of axis 0 of input 0 (shape (4, 10))" in message, message
+    assert "square" not in message, message
+
+
 def test_a_rule_right_only_for_2d_inputs_is_named_with_its_smallest_failing_shape():
     mean_last = lambda x, axis: x.mean(axis=axis)  # noqa: E731
     assert check_backward(MeanOfLastAxisByShape1, mean_last, [rng.normal(size=(2, 3))], axis=-1), "right in 2-D"

@@ -414,8 +414,10 @@ def _passes(function_cls, forward, arrays, eps, atol, rtol, seed, options):
 
 
 def _is_square(shapes):
-    "Every axis longer than 1, of every input, has the same length (and there is one)."
-    return len({n for s in shapes for n in s if n > 1}) == 1
+    """An input has two axes longer than 1, and every axis longer than 1, of every input, has the same length:
+    (2, 2) and (2,) are square, (1, 2) is not (a rule right only for a batch of one passes there)."""
+    long = [[n for n in s if n > 1] for s in shapes]
+    return any(len(axes) >= 2 for axes in long) and len({n for axes in long for n in axes}) == 1
 
 
 def _is_oblong(shapes):
