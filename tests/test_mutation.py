@@ -1,6 +1,8 @@
 """Mutation testing: for every backward rule, wrong versions of the solution must lose points in that rule's tests.
 
-Each mutant is the solved notebook with one edit, submitted as its own student; all are graded in one autograde run.
+Each mutant is the solved notebook with one edit, submitted as its own student. The correct alternative styles of a
+notebook go in together, as one student who wrote each exercise their own way. Everything is graded with five fixed
+course secrets (SECRETS), one autograde run each: each mutant under one of them, each group of alternatives under all.
 """
 
 import json
@@ -9,7 +11,7 @@ import pytest
 
 from conftest import REPO, run_cli
 from grading.demo import solved
-from grading.notebooks import read_notebook, write_notebook
+from grading.notebooks import read_notebook, strip_markers, write_notebook
 
 OVERWRITE = "out = np.zeros({shape})\n        out[{index}] = grad_output.data\n        return (Tensor(out),)"
 
@@ -344,6 +346,43 @@ MUTANTS = [
         "return output_use + input_use",
         "return input_use",
     ),
+    (
+        "01_tensor",
+        "tensor_elementwise",
+        "NumPy's broadcast error passed on (it does not name the shapes as the course does)",
+        "raise broadcast_error(symbol, a.shape, b.shape) from None",
+        "raise",
+    ),
+    (
+        "01_tensor",
+        "tensor_reductions",
+        "keepdims ignored",
+        "return Tensor(x.data.sum(axis=axis, keepdims=keepdims))",
+        "return Tensor(x.data.sum(axis=axis))",
+    ),
+    (
+        "09_nn",
+        "parameters",
+        "lists and tuples not searched (a Sequential's layers are a list)",
+        "elif isinstance(value, (list, tuple)):\n                for item in value:\n                    visit(item)",
+        "elif isinstance(value, dict):\n                for item in value.values():\n                    visit(item)",
+    ),
+    ("09_nn", "linear", "bias left out", "return out + self.bias if self.bias is not None else out", "return out"),
+    ("09_nn", "init_bound", "He's variance from fan_out", "2 / fan_in if", "2 / fan_out if"),
+    (
+        "11_training",
+        "accuracy",
+        "the number right, not the fraction",
+        "return float(np.mean(np.argmax(logits.data, axis=1) == np.asarray(labels)))",
+        "return float(np.sum(np.argmax(logits.data, axis=1) == np.asarray(labels)))",
+    ),
+    (
+        "14_higher_order",
+        "hvp",
+        "a loss whose gradient does not depend on the parameters (H = 0) not handled",
+        "\n    if not isinstance(dot, Tensor) or not dot.requires_grad:\n        return [Tensor(np.zeros(p.shape)) for p in params]",
+        "",
+    ),
 ]
 
 # Bugs students write (issue 14), not edits of the reference: in-place writes, aliasing, edge values, hand-rolled steps.
@@ -580,6 +619,84 @@ STUDENT_BUGS = [
         "np.add.at(input_use, flat_ids, grad @ weight)",
         "input_use[flat_ids] += grad @ weight",
     ),
+    (
+        "01_tensor",
+        "tensor_elementwise",
+        "arrays converted to float64 (float32 * 2 gives float64)",
+        "return Tensor(numpy_op(a.data, b.data))",
+        "return Tensor(numpy_op(np.asarray(a.data, dtype=float), np.asarray(b.data, dtype=float)))",
+    ),
+    (
+        "01_tensor",
+        "tensor_matmul",
+        "operands swapped",
+        "return Tensor(np.matmul(a.data, b.data))",
+        "return Tensor(np.matmul(b.data, a.data))",
+    ),
+    (
+        "01_tensor",
+        "tensor_matmul",
+        "np.dot instead of np.matmul (batches multiplied with every batch)",
+        "return Tensor(np.matmul(a.data, b.data))",
+        "return Tensor(np.dot(a.data, b.data))",
+    ),
+    (
+        "01_tensor",
+        "tensor_reductions",
+        "summed in float64 whatever the dtype",
+        "return Tensor(x.data.sum(axis=axis, keepdims=keepdims))",
+        "return Tensor(np.sum(x.data, axis=axis, keepdims=keepdims, dtype=float))",
+    ),
+    (
+        "09_nn",
+        "parameters",
+        "looks one level deep (a Sequential inside a Sequential gives none)",
+        "elif isinstance(value, Module):\n                found.extend(value.parameters())",
+        "elif isinstance(value, Module):\n"
+        "                found.extend(v for v in vars(value).values() if isinstance(v, Tensor) and v.requires_grad)",
+    ),
+    (
+        "09_nn",
+        "linear",
+        "bias made 2-D (one sample of shape (n_in,) gives (1, n_out))",
+        "return out + self.bias if self.bias is not None else out",
+        "return out + self.bias.reshape(1, -1) if self.bias is not None else out",
+    ),
+    (
+        "09_nn",
+        "init_bound",
+        "the standard deviation returned, not the bound (no factor 3)",
+        "return float(np.sqrt(3 * variance))",
+        "return float(np.sqrt(variance))",
+    ),
+    (
+        "11_training",
+        "accuracy",
+        "argmax over the wrong axis (axis 0, the batch)",
+        "np.argmax(logits.data, axis=1)",
+        "np.argmax(logits.data, axis=0)",
+    ),
+    (
+        "14_higher_order",
+        "hvp",
+        "first gradient without create_graph=True",
+        "grads = grad(loss_fn(), params, create_graph=True)",
+        "grads = grad(loss_fn(), params)",
+    ),
+    (
+        "14_higher_order",
+        "hvp",
+        "v dotted with the gradient's array (the product is not recorded)",
+        "dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)",
+        "dot = sum((Tensor(g.data) * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)",
+    ),
+    (
+        "14_higher_order",
+        "hvp",
+        "a parameter the loss does not use (its gradient None) not skipped",
+        "for g, v in zip(grads, vectors) if g is not None)",
+        "for g, v in zip(grads, vectors))",
+    ),
 ]
 MUTANTS += STUDENT_BUGS
 
@@ -755,46 +872,336 @@ ALTERNATIVES = [
         "return output_use + input_use",
         "one_hot = np.eye(weight.shape[0])[flat_ids]\n    return grad.T @ looked_up + one_hot.T @ (grad @ weight)",
     ),
+    (
+        "01_tensor",
+        "elementwise: shapes checked with np.broadcast_shapes before computing",
+        "try:\n        return Tensor(numpy_op(a.data, b.data))\n    except ValueError:\n"
+        "        raise broadcast_error(symbol, a.shape, b.shape) from None",
+        "try:\n        np.broadcast_shapes(a.shape, b.shape)\n    except ValueError:\n"
+        "        raise broadcast_error(symbol, a.shape, b.shape) from None\n"
+        "    result = numpy_op(a.data, b.data)\n    return Tensor(result)",
+    ),
+    (
+        "01_tensor",
+        "matmul with the @ operator on the arrays",
+        "return Tensor(np.matmul(a.data, b.data))",
+        "result = a.data @ b.data\n    return Tensor(result)",
+    ),
+    (
+        "01_tensor",
+        "sum with np.sum",
+        "return Tensor(x.data.sum(axis=axis, keepdims=keepdims))",
+        "total = np.sum(x.data, axis=axis, keepdims=keepdims)\n    return Tensor(total)",
+    ),
+    (
+        "02_function",
+        "Function keeps the *tensors tuple as it came",
+        "self.saved_tensors = tuple(tensors)",
+        "self.saved_tensors = tensors  # *tensors is already a tuple",
+    ),
+    (
+        "02_function",
+        "SquareBackward as (x + x) times grad_output",
+        "return (grad_output * 2 * x,)",
+        "return ((x + x) * grad_output,)",
+    ),
+    (
+        "04_elementwise",
+        "add: each gradient named, reduced only when the shapes differ",
+        "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
+        "grad_a = grad_output if a.shape == grad_output.shape else unbroadcast(grad_output, a.shape)\n"
+        "        grad_b = grad_output if b.shape == grad_output.shape else unbroadcast(grad_output, b.shape)\n"
+        "        return grad_a, grad_b",
+    ),
+    (
+        "04_elementwise",
+        "sub: b's gradient as grad_output * -1",
+        "return unbroadcast(grad_output, a.shape), unbroadcast(-grad_output, b.shape)",
+        "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output * -1, b.shape)",
+    ),
+    (
+        "04_elementwise",
+        "mul: factors in the other order, in named variables",
+        "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+        "grad_a = b * grad_output\n        grad_b = a * grad_output\n"
+        "        return unbroadcast(grad_a, a.shape), unbroadcast(grad_b, b.shape)",
+    ),
+    (
+        "04_elementwise",
+        "div: b's gradient from a's (-grad_a * a / b)",
+        "return unbroadcast(grad_output / b, a.shape), unbroadcast(-grad_output * a / (b * b), b.shape)",
+        "grad_a = grad_output / b\n        grad_b = -grad_a * a / b\n"
+        "        return unbroadcast(grad_a, a.shape), unbroadcast(grad_b, b.shape)",
+    ),
+    ("04_elementwise", "neg as grad_output * -1", "return (-grad_output,)", "return (grad_output * -1,)"),
+    (
+        "04_elementwise",
+        "pow with the exponent first",
+        "return (grad_output * p * a ** (p - 1),)",
+        "return (p * a ** (p - 1) * grad_output,)",
+    ),
+    (
+        "04_elementwise",
+        "exp recomputed from the saved input",
+        "return (grad_output * self.output,)",
+        "(a,) = self.saved_tensors\n        return (grad_output * a.exp(),)",
+    ),
+    (
+        "04_elementwise",
+        "log as grad_output times 1 / a",
+        "return (grad_output / a,)",
+        "return (grad_output * (1 / a),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "matmul: b's gradient always as aᵀ g (no transposed-weight layout)",
+        "if is_transposed(b2):  # x @ W.T: (gᵀ a)ᵀ is aᵀ g laid out like W.T, so W's gradient is stored row by row\n"
+        "                grad_b = unbroadcast(swap_last(swap_last(g2) @ a2), b2.shape)\n"
+        "            else:\n"
+        "                grad_b = unbroadcast(swap_last(a2) @ g2, b2.shape)",
+        "grad_b = unbroadcast(swap_last(a2) @ g2, b2.shape)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "sum: broadcast back by adding zeros of x's shape",
+        "return (grad_output.reshape(kept_shape(x.shape, self.axis)) * np.ones(x.shape, dtype=grad_output.dtype),)",
+        "kept = grad_output.reshape(kept_shape(x.shape, self.axis))\n"
+        "        return (kept + Tensor(np.zeros(x.shape, dtype=grad_output.dtype)),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "mean: spread * (1.0 / count) (the style that crashed on the empty batch)",
+        "return (grad_output.reshape(shape) * np.ones(x.shape, dtype=grad_output.dtype) / count,)",
+        "spread = grad_output.reshape(shape) * np.ones(x.shape, dtype=grad_output.dtype)\n"
+        "        return (spread * (1.0 / count),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "reshape with the shape as separate numbers",
+        "return (grad_output.reshape(x.shape),)",
+        "return (grad_output.reshape(*x.shape),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "transpose: the inverse permutation built by a loop",
+        "return (grad_output.transpose(tuple(np.argsort(self.axes))),)",
+        "inverse = [0] * len(self.axes)\n        for position, axis in enumerate(self.axes):\n"
+        "            inverse[axis] = position\n        return (grad_output.transpose(tuple(inverse)),)",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "index: np.add.at into zeros",
+        "return (scatter_add(grad_output, self.index, x.shape),)",
+        "out = np.zeros(x.shape, dtype=grad_output.dtype)\n        np.add.at(out, self.index, grad_output.data)\n"
+        "        return (Tensor(out),)",
+    ),
+    (
+        "06_autograd",
+        "run_backward: membership tested before popping",
+        "grad = grads.pop(id(tensor), None)\n            if grad is None:\n                continue",
+        "if id(tensor) not in grads:\n                continue\n            grad = grads.pop(id(tensor))",
+    ),
+    ("07_activations", "tanh with t ** 2", "(1 - t * t)", "(1 - t**2)"),
+    (
+        "07_activations",
+        "log-softmax from softmax of the saved input",
+        "return (grad_output - self.output.exp() * grad_output.sum(axis=self.axis, keepdims=True),)",
+        "(x,) = self.saved_tensors\n        s = softmax(x, axis=self.axis)\n"
+        "        return (grad_output - s * grad_output.sum(axis=self.axis, keepdims=True),)",
+    ),
+    (
+        "08_losses",
+        "MSE with the factor 2 / N computed once, each gradient written out",
+        "grad = grad_output * 2 * (prediction - target) / prediction.size\n        return grad, -grad",
+        "diff = prediction - target\n        scale = 2 / diff.size\n"
+        "        return grad_output * diff * scale, grad_output * diff * -scale",
+    ),
+    (
+        "08_losses",
+        "BCE's gradient not simplified: -t / p + (1 - t) / (1 - p)",
+        "grad_p = grad_output * (p - target) / (p * (1 - p)) / n",
+        "grad_p = grad_output * (-target / p + (1 - target) / (1 - p)) / n",
+    ),
+    (
+        "09_nn",
+        "parameters: a module's attributes visited directly",
+        "elif isinstance(value, Module):\n                found.extend(value.parameters())",
+        "elif isinstance(value, Module):\n                for inner in vars(value).values():\n"
+        "                    visit(inner)",
+    ),
+    (
+        "09_nn",
+        "Linear as (W @ xᵀ)ᵀ, the bias added in an if",
+        "out = x @ self.weight.T\n        return out + self.bias if self.bias is not None else out",
+        "out = (self.weight @ x.T).T\n        if self.bias is not None:\n            out = out + self.bias\n"
+        "        return out",
+    ),
+    (
+        "09_nn",
+        "init_bound as √(6 / fan) per scheme",
+        'variance = 2 / fan_in if scheme == "he" else 2 / (fan_in + fan_out)\n    return float(np.sqrt(3 * variance))',
+        'if scheme == "he":\n        return (6 / fan_in) ** 0.5\n    return float(np.sqrt(6 / (fan_in + fan_out)))',
+    ),
+    (
+        "10_optimizers",
+        "SGD's velocity as a new array each step",
+        "velocity = self.velocity[i]\n            velocity *= self.momentum  # in place: no new array per step\n"
+        "            velocity += grad\n            grad = velocity",
+        "self.velocity[i] = self.momentum * self.velocity[i] + grad\n            grad = self.velocity[i]",
+    ),
+    (
+        "11_training",
+        "accuracy counted in a loop over the rows",
+        "return float(np.mean(np.argmax(logits.data, axis=1) == np.asarray(labels)))",
+        "predicted = logits.data.argmax(axis=-1)\n    right = sum(int(p == y) for p, y in zip(predicted, labels))\n"
+        "    return right / len(predicted)",
+    ),
+    (
+        "11_training",
+        "train_epoch: the model's zero_grad after the forward, float of the loss's array",
+        "optimizer.zero_grad()\n        loss = loss_fn(model(inputs), labels)\n        loss.backward()\n"
+        "        optimizer.step()\n        losses.append(loss.item())",
+        "logits = model(inputs)\n        loss = loss_fn(logits, labels)\n        model.zero_grad()\n"
+        "        loss.backward()\n        optimizer.step()\n        losses.append(float(loss.data))",
+    ),
+    (
+        "12_conv",
+        "conv2d: the bias gradient summed one axis at a time",
+        "grad_b = g.sum(axis=(0, 2, 3))",
+        "grad_b = g.sum(axis=3).sum(axis=2).sum(axis=0)",
+    ),
+    (
+        "12_conv",
+        "max-pool: the gradient put at each window's argmax by fancy indexing",
+        "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
+        "rows = grad_windows.reshape(-1, self.k * self.k)  # a view: grad_windows is a new contiguous array\n"
+        "        rows[np.arange(len(rows)), self.argmax.reshape(-1)] = grad_output.data.reshape(-1)",
+    ),
+    (
+        "13_embedding",
+        "embedding as the one-hot product Hᵀ G",
+        "return (scatter_add(grad_output, self.ids, weight.shape),)",
+        "one_hot = Tensor(np.eye(weight.shape[0], dtype=grad_output.dtype)[np.reshape(self.ids, -1)])\n"
+        "        return (one_hot.T @ grad_output.reshape(-1, weight.shape[1]),)",
+    ),
+    (
+        "14_higher_order",
+        "hessian_vector_product: the dot product summed in a loop",
+        "dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)\n"
+        "    if not isinstance(dot, Tensor) or not dot.requires_grad:",
+        "dot = None\n    for g, v in zip(grads, vectors):\n        if g is not None:\n"
+        "            term = (g * Tensor(v)).sum()\n            dot = term if dot is None else dot + term\n"
+        "    if dot is None or not dot.requires_grad:",
+    ),
 ]
 
 
-def mutate(old, new):
-    "An edit for demo.solved(): replace `old` by `new` in the solution cell that holds it."
+# Mutants that must lose points in their own tests only: one helper's bug must not cost the rest of its notebook.
+ONLY_OWN_TESTS = [("11_training", "argmax over the wrong axis (axis 0, the batch)")]
+
+# Five fixed course secrets, so five sets of hidden-test variants, the same in every run of this suite. Mutant k is
+# graded under secret k % 5; every group of alternatives under all five (a correct solution must hold for every
+# student's variant).
+SECRETS = [f"mutation-suite-secret-{k}-0123456789" for k in range(5)]
+
+
+def answers(notebook):
+    "{grade id: the solution cell's code without markers} of the instructor's notebook."
+    source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
+    return {c.metadata["nbgrader"]["grade_id"]: strip_markers(c.source) for c in source.cells if is_solution(c)}
+
+
+def is_solution(cell):
+    return cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution", False)
+
+
+def exercise_of(notebook, old):
+    "The grade id of the one solution cell of `notebook` that holds `old`."
+    holders = [grade_id for grade_id, code in answers(notebook).items() for _ in range(code.count(old))]
+    assert len(holders) == 1, f"{notebook}: {old!r} must occur once in the solutions, found {len(holders)}"
+    return holders[0]
+
+
+def alternative_groups():
+    """The alternatives, several of a notebook in one submission (as a student who wrote each exercise their own way):
+    [(notebook, [alternative numbers])], no two in a group editing the same exercise."""
+    groups = {}
+    for number, (notebook, _, old, _) in enumerate(ALTERNATIVES):
+        exercise = exercise_of(notebook, old)
+        rounds = groups.setdefault(notebook, [])
+        group = next((g for g in rounds if exercise not in g), None)
+        if group is None:
+            rounds.append(group := {})
+        group[exercise] = number
+    return [(notebook, sorted(g.values())) for notebook, rounds in groups.items() for g in rounds]
+
+
+def mutate(*edits):
+    "An edit for demo.solved(): replace each `old` by its `new` in the solution cell that holds it."
 
     def edit(grade_id, code):
-        return code.replace(old, new) if old in code else code
+        for old, new in edits:
+            code = code.replace(old, new) if old in code else code
+        return code
 
     return edit
 
 
+def submissions(mutants, groups):
+    "(secret number, student, notebook, edits): each mutant under one secret, each group of alternatives under all."
+    for number, (notebook, _, _, old, new) in mutants:
+        yield number % len(SECRETS), f"mutant{number:03d}", notebook, [(old, new)]
+    for k, (notebook, numbers) in enumerate(groups):
+        for secret in range(len(SECRETS)):
+            yield secret, f"correct{k:02d}", notebook, [ALTERNATIVES[n][2:] for n in numbers]
+
+
+def grade(kit, root, mutants, groups):
+    """Autograde the submissions, one run per secret; {(secret number, student): the student's gradebook entry}.
+    `mutants` is [(number, mutant)], `groups` alternative_groups() (a scratch run may pass fewer of either)."""
+    for secret, student, notebook, edits in submissions(mutants, groups):
+        for old, _ in edits:
+            exercise_of(notebook, old)
+        source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
+        nb = solved(read_notebook(kit / notebook / f"{notebook}.ipynb"), source, edit=mutate(*edits))
+        write_notebook(nb, root / f"secret{secret}" / "submissions" / student / notebook / f"{notebook}.ipynb")
+    graded = {}
+    for secret, text in enumerate(SECRETS):
+        folder = root / f"secret{secret}"
+        if not folder.exists():
+            continue
+        (folder / "secret").write_text(text + "\n")
+        result = run_cli(
+            "autograde",
+            folder / "submissions",
+            "--out",
+            folder / "grades",
+            "--secret-file",
+            folder / "secret",
+            "--feedback",
+            "none",  # the messages are in the gradebook; no pages, a third less time
+        )
+        assert result.returncode == 0, result.stderr
+        for student, entry in json.loads((folder / "grades" / "gradebook.json").read_text()).items():
+            graded[secret, student] = entry
+    return graded
+
+
 @pytest.fixture(scope="module")
 def graded_mutants(kit, tmp_path_factory):
-    root = tmp_path_factory.mktemp("mutants")
-    for number, (notebook, _, _, old, new) in enumerate(MUTANTS):
-        source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
-        answers = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")]
-        assert sum(a.count(old) for a in answers) == 1, f"mutant {number}: {old!r} must occur once in the solutions"
-        nb = solved(read_notebook(kit / notebook / f"{notebook}.ipynb"), source, edit=mutate(old, new))
-        write_notebook(nb, root / "submissions" / f"mutant{number:02d}" / notebook / f"{notebook}.ipynb")
-    for number, (notebook, _, old, new) in enumerate(ALTERNATIVES):
-        source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
-        answers = [c.source for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")]
-        assert sum(a.count(old) for a in answers) == 1, (
-            f"alternative {number}: {old!r} must occur once in the solutions"
-        )
-        nb = solved(read_notebook(kit / notebook / f"{notebook}.ipynb"), source, edit=mutate(old, new))
-        write_notebook(nb, root / "submissions" / f"correct{number:02d}" / notebook / f"{notebook}.ipynb")
-    secret = root / "secret"  # a fixed course secret: the same hidden-test variants in every run of this suite
-    secret.write_text("mutation-suite-secret-0123456789\n")
-    result = run_cli("autograde", root / "submissions", "--out", root / "grades", "--secret-file", secret)
-    assert result.returncode == 0, result.stderr
-    return json.loads((root / "grades" / "gradebook.json").read_text())
+    return grade(kit, tmp_path_factory.mktemp("mutants"), list(enumerate(MUTANTS)), alternative_groups())
+
+
+def mutant_tests(graded, number):
+    "The tests of mutant `number`'s notebook, as graded."
+    notebook = MUTANTS[number][0]
+    return graded[number % len(SECRETS), f"mutant{number:03d}"][notebook]["tests"]
 
 
 def test_every_mutant_loses_points_in_its_rules_tests(graded_mutants, capsys):
     caught, survivors = {}, []
     for number, (notebook, rule, what, _, _) in enumerate(MUTANTS):
-        tests = graded_mutants[f"mutant{number:02d}"][notebook]["tests"]
+        tests = mutant_tests(graded_mutants, number)
         own = {name: (t["score"], t["max_score"]) for name, t in tests.items() if name in (rule, rule + "_hidden")}
         assert own, f"no tests named {rule} in {notebook}"
         lost = sum(maximum - score for score, maximum in own.values())
@@ -803,30 +1210,57 @@ def test_every_mutant_loses_points_in_its_rules_tests(graded_mutants, capsys):
         if lost > 0:
             total[0] += 1
         else:
-            survivors.append(f"{notebook} {rule}: {what}")
+            survivors.append(f"{notebook} {rule}: {what} (secret {number % len(SECRETS)})")
     with capsys.disabled():
-        print("\nmutation score (caught / total):")
-        for notebook, (hit, total) in caught.items():
+        print(f"\nmutation score (caught / total), over {len(SECRETS)} course secrets:")
+        for notebook, (hit, total) in sorted(caught.items()):
             print(f"  {notebook:<26} {hit}/{total}  {100 * hit / total:.0f}%")
     assert not survivors, f"mutants not caught: {survivors}"
 
 
+def test_a_helpers_bug_costs_only_that_helpers_points(graded_mutants):
+    for notebook, what in ONLY_OWN_TESTS:
+        number = next(n for n, m in enumerate(MUTANTS) if m[0] == notebook and m[2] == what)
+        rule = MUTANTS[number][1]
+        tests = mutant_tests(graded_mutants, number)
+        elsewhere = {
+            name: (t["score"], t["max_score"])
+            for name, t in tests.items()
+            if name not in (rule, rule + "_hidden") and t["score"] < t["max_score"]
+        }
+        assert not elsewhere, f"{notebook} {what}: lost points outside {rule}'s tests: {elsewhere}"
+
+
 def test_numerical_rules_are_told_why_they_lost_their_points(graded_mutants):
-    for notebook, rule, what, old, new in NUMERICAL_RULES:
-        number = MUTANTS.index((notebook, rule, what, old, new))
-        tests = graded_mutants[f"mutant{number:02d}"][notebook]["tests"]
+    for mutant in NUMERICAL_RULES:
+        number = MUTANTS.index(mutant)
+        tests = mutant_tests(graded_mutants, number)
+        rule, what = mutant[1], mutant[2]
         messages = " ".join(tests[name].get("message", "") for name in (rule, rule + "_hidden") if name in tests)
         assert "finite differences of the forward" in messages, (what, messages[:500])
 
 
 def test_correct_alternative_solutions_earn_full_marks(graded_mutants):
     short = {}
-    for number, (notebook, what, _, _) in enumerate(ALTERNATIVES):
-        tests = graded_mutants[f"correct{number:02d}"][notebook]["tests"]
-        lost = {name: (t["score"], t["max_score"]) for name, t in tests.items() if t["score"] < t["max_score"]}
-        if lost:
-            short[f"{notebook}: {what}"] = lost
+    for k, (notebook, numbers) in enumerate(alternative_groups()):
+        for secret in range(len(SECRETS)):
+            tests = graded_mutants[secret, f"correct{k:02d}"][notebook]["tests"]
+            lost = {name: (t["score"], t["max_score"]) for name, t in tests.items() if t["score"] < t["max_score"]}
+            if lost:
+                whats = "; ".join(ALTERNATIVES[n][1] for n in numbers)
+                short[f"{notebook} under secret {secret} ({whats})"] = lost
     assert not short, f"correct solutions that lost points: {short}"
+
+
+def test_every_exercise_of_01_to_14_has_a_correct_alternative():
+    notebooks = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb") if "01" <= p.stem[:2] <= "14")
+    missing = [
+        f"{notebook} {exercise}"
+        for notebook in notebooks
+        for exercise in answers(notebook)
+        if not any(nb == notebook and exercise_of(nb, old) == exercise for nb, _, old, _ in ALTERNATIVES)
+    ]
+    assert not missing, f"exercises without a correct alternative in ALTERNATIVES: {missing}"
 
 
 def test_student_bugs_cover_every_rule():
