@@ -5,6 +5,7 @@ notebook go in together, as one student who wrote each exercise their own way. E
 course secrets (SECRETS), one autograde run each: each mutant under one of them, each group of alternatives under all.
 """
 
+import functools
 import json
 
 import pytest
@@ -1105,8 +1106,9 @@ ONLY_OWN_TESTS = [("11_training", "argmax over the wrong axis (axis 0, the batch
 SECRETS = [f"mutation-suite-secret-{k}-0123456789" for k in range(5)]
 
 
+@functools.cache
 def answers(notebook):
-    "{grade id: the solution cell's code without markers} of the instructor's notebook."
+    "{grade id: the solution cell's code without markers} of the instructor's notebook (read once; not to be changed)."
     source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
     return {c.metadata["nbgrader"]["grade_id"]: strip_markers(c.source) for c in source.cells if is_solution(c)}
 
