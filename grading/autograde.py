@@ -550,6 +550,7 @@ class Run:
             variant=variant_id(self.policies.secret, student, assignment),
             feedback_policy=self.policies.feedback,
             page=str(page),
+            page_cache=str(self.state / "page-cache"),
         )
 
 

@@ -75,7 +75,7 @@ class ClusterRunner(Runner):
     "Runs grading jobs as Dask tasks, with the local Runner's interface (grading.autograde calls it the same way)."
 
     def __init__(self, address, timeout, sandboxed):
-        super().__init__(IN_FLIGHT, timeout)
+        super().__init__(IN_FLIGHT, timeout, warm=False)
         self.address, self.client = address, start_client(address)
         try:
             self.environment, self.worker_count = check_workers(self.client, address, sandboxed)
@@ -201,7 +201,7 @@ def grade_task(task, course):
         (folder / "scratch").mkdir()
         Path(spec.submitted).write_bytes(task["submitted"])
         Path(spec.instructor).write_bytes(task["instructor"])
-        result, failure = Runner(1, task["timeout"]).run(spec, folder / "spec.json")
+        result, failure = Runner(1, task["timeout"], warm=False).run(spec, folder / "spec.json")
         return {
             "result": result,
             "failure": failure,
@@ -224,6 +224,7 @@ def worker_spec(task, folder):
         "result": folder / "result.json",
         "feedback": folder / "feedback" / "page.html",
         "page": folder / "kept" / "notebook.ipynb" if spec.page else "",
+        "page_cache": "",  # the client's folder is not here; a task renders its whole page
     }
     return replace(spec, **{name: str(path) for name, path in paths.items()})
 

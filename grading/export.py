@@ -1,5 +1,8 @@
 """`python -m grading export`: nbdev_export a repository or student kit into its tinytorch/ (the kit has this too)."""
 
+import contextlib
+import io
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +22,24 @@ def export_package(root):
     if result.returncode:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise GradingError(f"nbdev_export failed in {root}: {detail[-1] if detail else 'no detail'}")
+
+
+def export_here(root):
+    """`export_package`, in this process: for a grading job (one per process, forked with nbdev imported), where a
+    new Python for nbdev would take longer than the export. nbdev reads its settings from the working folder once."""
+    from nbdev.config import get_config
+    from nbdev.doclinks import nbdev_export
+
+    get_config.cache_clear()  # it caches the settings of the folder it was first called in
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            nbdev_export()
+    except Exception as error:  # noqa: BLE001 - nbdev raises plain exceptions for a notebook it cannot parse
+        raise GradingError(f"nbdev_export failed in {root}: {type(error).__name__}: {error}") from error
+    finally:
+        os.chdir(here)
 
 
 def copy_package_skeleton(target):

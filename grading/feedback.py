@@ -64,11 +64,11 @@ def banner(assignment, result, policy, extra=""):
     )
 
 
-def publish(path, notebook, assignment, result, policy, extra=""):
+def publish(path, notebook, assignment, result, policy, extra="", cache=None):
     """Write the student's feedback page at `path` under `policy` ('full', 'summary' or 'none': no page, and an
     earlier run's page is removed). `notebook` is the notebook as the verdict ran it (grading.page.ran_notebook), or
-    None when there is none; `extra` is HTML put at the end of the banner. The page shows the verdict's scores only:
-    nbgrader's own score of the run is not on it."""
+    None when there is none; `extra` is HTML put at the end of the banner; `cache` is grading.page.render's. The page
+    shows the verdict's scores only: nbgrader's own score of the run is not on it."""
     from .page import render
 
     path = Path(path)
@@ -78,4 +78,4 @@ def publish(path, notebook, assignment, result, policy, extra=""):
         path.unlink(missing_ok=True)
         return
     top = banner(assignment, result, policy, extra)
-    write_atomic(path, render(notebook if notebook is not None else new_notebook(), assignment, top))
+    write_atomic(path, render(notebook if notebook is not None else new_notebook(), assignment, top, cache))

@@ -60,6 +60,7 @@ class Spec:
     variant: str = ""  # this submission's variant of the hidden tests (grading.variant); never the secret
     feedback_policy: str = "full"  # how much the student's page shows: full, summary or none (grading.feedback)
     page: str = ""  # where the notebook the page shows is kept, to write the page again under another policy
+    page_cache: str = ""  # a folder where the pages' given cells are kept rendered (grading.page.PageCache)
 
     @classmethod
     def load(cls, path):
@@ -99,7 +100,7 @@ def build_package(spec, nb, target):
     """The package the student's code runs with: the reference modules of the notebooks before this one (they are
     what this notebook builds on), the released modules of the later ones (stubs: their answers are not the student's
     to read), and this notebook's module exported from `nb` (the answer removed)."""
-    from .export import export_package
+    from .export import export_here
 
     reference, released = Path(spec.reference), Path(spec.reference).with_name("released")
     shutil.copytree(released / "tinytorch", target / "tinytorch")
@@ -110,7 +111,7 @@ def build_package(spec, nb, target):
     (target / spec.module_file).unlink(missing_ok=True)
     write_notebook(nb, target / "nbs" / f"{spec.assignment}.ipynb")
     try:
-        export_package(target)
+        export_here(target)
     except GradingError:
         # nbdev cannot parse a cell with a syntax error; a module of the raw cells fails to import in the same way,
         # and the worker then runs the cells one by one
@@ -211,7 +212,7 @@ def grade(spec):
             result["manual_points"] = manual_points(instructor)
             if notebook is not None and spec.page:
                 write_atomic(spec.page, nbformat.writes(notebook))
-            write_feedback(notebook, spec, result)
+            write_feedback(notebook, spec, result, released)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     write_atomic(spec.result, json.dumps(result, indent=1))
@@ -275,9 +276,12 @@ def score(spec, tests, verdicts, notes, hidden=()):
     }
 
 
-def write_feedback(notebook, spec, result):
+def write_feedback(notebook, spec, result, released):
     "The feedback page (grading.feedback, under the run's policy): the verdict at the top, then the notebook as it ran."
     from .feedback import publish
+    from .page import PageCache, shared_cells
+
+    cache = PageCache(spec.page_cache, shared_cells(released)) if spec.page_cache else None
 
     publish(
         spec.feedback,
@@ -286,6 +290,7 @@ def write_feedback(notebook, spec, result):
         result,
         spec.feedback_policy,
         manual_note(result.get("manual_points", 0)),
+        cache,
     )
 
 

@@ -11,8 +11,12 @@ so maths shows without a network.
 """
 
 import copy
+import functools
+import hashlib
+import json
 import secrets
 import shutil
+import threading
 from pathlib import Path
 
 import nbformat
@@ -171,33 +175,102 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mathjax -%}{{ resources.page_mathjax }}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block body_loop -%}{{ resources.cells_begin }}{{ super() }}{{ resources.cells_end }}{%- endblock body_loop -%}
+{%- block any_cell scoped -%}{{ resources.cell_begin }}{{ super() }}{%- endblock any_cell -%}
 """
 
 
 def exporter():
-    from jinja2 import DictLoader
-    from nbconvert import HTMLExporter
+    "nbconvert's HTML exporter with the page's template; one per thread, kept (its templates are compiled once)."
+    made = getattr(_exporters, "html", None)
+    if made is None:
+        from jinja2 import DictLoader
+        from nbconvert import HTMLExporter
 
-    from .feedback import HideHiddenTests
+        from .feedback import HideHiddenTests
 
-    html = HTMLExporter(
-        template_name="lab",
-        extra_loaders=[DictLoader({"feedback.html.j2": TEMPLATE})],
-        template_file="feedback.html.j2",
-    )
-    html.register_preprocessor(HideHiddenTests(), enabled=True)
-    return html
+        made = HTMLExporter(
+            template_name="lab",
+            extra_loaders=[DictLoader({"feedback.html.j2": TEMPLATE})],
+            template_file="feedback.html.j2",
+        )
+        made.register_preprocessor(HideHiddenTests(), enabled=True)
+        _exporters.html = made
+    return made
 
 
-def render(nb, title, banner):
-    """The page: nbconvert's rendering of `nb` (from plain_notebook) with its cells sanitised, `banner` (the
-    grader's own HTML: the verdict) above them."""
-    begin, end = (f"<!--{secrets.token_hex(16)}-->" for _ in range(2))  # nothing in the notebook can hold them
-    resources = {"metadata": {"name": title}, "page_mathjax": MATHJAX, "cells_begin": begin, "cells_end": end}
-    page, _ = exporter().from_notebook_node(nb, resources=resources)
+_exporters = threading.local()
+
+
+def render(nb, title, banner, cache=None):
+    """The page: nbconvert's rendering of `nb` (from plain_notebook) with each cell sanitised, `banner` (the grader's
+    own HTML: the verdict) above them. `cache` (a PageCache) has the HTML of cells rendered for an earlier page: most
+    of a page is the release's own text, the same for every student, and rendering it is most of a page's cost."""
+    begin, end, between = (f"<!--{secrets.token_hex(16)}-->" for _ in range(3))  # nothing in the notebook holds them
+    shown = [cache.get(cell) if cache is not None else None for cell in nb.cells]
+    todo = nbformat.v4.new_notebook(cells=[c for c, html in zip(nb.cells, shown) if html is None])
+    todo.metadata = nb.metadata
+    resources = {
+        **{"metadata": {"name": title}, "page_mathjax": MATHJAX},
+        **{"cells_begin": begin, "cells_end": end, "cell_begin": between},
+    }
+    page, _ = exporter().from_notebook_node(todo, resources=resources)
     head, rest = page.split(begin)
     cells, tail = rest.split(end)
-    return head + banner + sanitise(cells) + tail
+    before, *made = cells.split(between)
+    made = iter(made)
+    for i, cell in enumerate(nb.cells):
+        if shown[i] is None:
+            shown[i] = sanitise(next(made))
+            if cache is not None:
+                cache.put(cell, shown[i])
+    return head + banner + sanitise(before) + "".join(shown) + tail
+
+
+class PageCache:
+    """The sanitised HTML of cells the release gives every student (its text, its code cells before they run), kept
+    in a folder between the jobs of a run and between runs: a cell's file is named by a digest of the cell and of
+    everything that renders it, so a changed cell, a new nbconvert or a new page.py never finds an old one. Only the
+    grader's jobs write here, and a student's own cells are not kept (`shared` says which cells are the release's)."""
+
+    def __init__(self, folder, shared):
+        self.folder, self.shared = Path(folder), shared
+
+    def key(self, cell):
+        if cell.get("outputs") or (cell.get("cell_type"), cell.get("source")) not in self.shared:
+            return None
+        kept = {name: value for name, value in cell.items() if name != "id"}  # nbformat gives each cell a random id
+        return hashlib.sha256((renderer_version() + json.dumps(kept, sort_keys=True)).encode()).hexdigest()
+
+    def get(self, cell):
+        key = self.key(cell)
+        try:
+            return (self.folder / key).read_text() if key else None
+        except OSError:
+            return None
+
+    def put(self, cell, html):
+        from .notebooks import write_atomic
+
+        key = self.key(cell)
+        if key:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.folder / key, html)
+
+
+def shared_cells(released):
+    "What a PageCache keeps: (type, source) of every cell of the release (`released`, a notebook)."
+    return {(cell.get("cell_type"), cell.get("source")) for cell in released.cells}
+
+
+@functools.cache
+def renderer_version():
+    "What a cell's HTML depends on besides the cell: this module, feedback.py, and the packages that render."
+    from importlib.metadata import version
+
+    here = Path(__file__).parent
+    parts = [(here / name).read_text() for name in ("page.py", "feedback.py")]
+    parts += [version(name) for name in ("nbconvert", "bleach", "beautifulsoup4", "mistune", "pygments", "jinja2")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 # -- Sanitising -------------------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .clock import Budget
 from .defaults import GRADER_MEMORY_MB
+from .forkserver import ForkServer, ForkServerGone
 from .notebooks import REPO
 
 # A job is `python -m grading.job SPEC`, but for one module: jsonschema (under nbformat) imports rfc3987_syntax where
@@ -42,10 +43,30 @@ def not_graded(why):
 class Runner:
     "Starts job processes and can kill every one of them at once."
 
-    def __init__(self, workers, timeout):
+    def __init__(self, workers, timeout, warm=True):
         self.workers, self.timeout = max(1, workers), timeout
         self.running, self.lock, self.stopping = set(), threading.Lock(), threading.Event()
         self.environment = ""  # where the jobs run, for the reference check's record: here, the grader's own Python
+        # warm: jobs are forks of a process that has the grader imported (grading.forkserver); else each a new Python
+        self.forkserver = ForkServer(job_env(), REPO) if warm else None
+
+    def start(self, spec_path, log, output):
+        "Start the job for `spec_path`, its output going to `log` (an open file of that path)."
+        if self.forkserver is not None:
+            try:
+                return self.forkserver.start(spec_path, log)
+            except ForkServerGone:
+                pass  # then as a new Python, as without the fork server
+        return subprocess.Popen(
+            [sys.executable, "-c", JOB, str(spec_path)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            start_new_session=True,  # Ctrl-C reaches the grader alone, which then kills the jobs itself
+            env=job_env(),
+            preexec_fn=limit_memory,
+        )
 
     def run(self, spec, spec_path):
         """Run one job; return (result, None) or (None, why it could not be graded). Raises Interrupted when the
@@ -57,16 +78,7 @@ class Runner:
             with self.lock:
                 if self.stopping.is_set():
                     raise Interrupted()
-                process = subprocess.Popen(
-                    [sys.executable, "-c", JOB, str(spec_path)],
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    cwd=REPO,
-                    start_new_session=True,  # Ctrl-C reaches the grader alone, which then kills the jobs itself
-                    env={**os.environ, **JOB_ENV, "PATH": job_path()},
-                    preexec_fn=limit_memory,
-                )
+                process = self.start(spec_path, log, output)
                 self.running.add(process)
             try:
                 finished = wait(process, Budget(self.timeout), self.stopping)
@@ -100,7 +112,9 @@ class Runner:
                 kill(process)
 
     def close(self):
-        "Nothing to let go of here (grading.cluster.ClusterRunner lets go of its cluster)."
+        "Stop the fork server (grading.cluster.ClusterRunner lets go of its cluster)."
+        if self.forkserver is not None:
+            self.forkserver.close()
 
     def map(self, function, items, progress=None):
         "Call `function(item)` for every item, `workers` at a time; on Ctrl-C stop everything, then re-raise."
@@ -146,7 +160,10 @@ def kill(process):
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
+        try:  # a job forked a moment ago may not lead its own process group yet
+            os.kill(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     process.wait()
 
 
@@ -162,6 +179,10 @@ def cause(returncode, log):
         name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
         return f"the grading job was killed ({name}; the host out of memory?)"
     return f"the grading job failed (exit {returncode})" + (f": {last}" if last else "")
+
+
+def job_env():
+    return {**os.environ, **JOB_ENV, "PATH": job_path()}
 
 
 def job_path():

@@ -45,11 +45,13 @@ def table(out):
 
 
 def processes_mentioning(text):
-    "The pids of processes whose command line holds `text` (jobs and sandboxes name the run's folder)."
+    """The pids of processes whose command line or output file holds `text`: jobs and sandboxes name the run's
+    folder on their command line, and a job writes into its log, named after its spec (grading.forkserver)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if text in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+            named = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            if text in named or text in os.readlink(f"/proc/{pid}/fd/1"):
                 found.append(int(pid))
         except OSError:
             pass
@@ -82,7 +84,7 @@ def test_a_job_killed_from_outside_is_not_graded_and_the_next_run_grades_it(alic
     subs = make_class(tmp_path / "subs", alice, ["alice"])
     out = tmp_path / "out"
     run = start(subs, out, "--workers", "1")
-    victim = wait_for(lambda: processes_mentioning(f"alice__{NB}.spec.json"), 600, "alice's job")
+    victim = wait_for(lambda: processes_mentioning(f"alice__{NB}.spec"), 600, "alice's job")
     os.kill(victim[0], signal.SIGKILL)  # as the kernel's out-of-memory killer would
     _, errors = run.communicate(timeout=600)
     assert run.returncode == 1, errors
@@ -100,7 +102,7 @@ def test_ctrl_c_ends_every_job_and_sandbox_and_the_next_run_resumes(alice, tmp_p
     out = tmp_path / "out"
     run = start(subs, out, "--workers", "1")
     wait_for(lambda: list((out / "results").glob("*/*.json")), 900, "the first graded submission")
-    wait_for(lambda: processes_mentioning(f"__{NB}.spec.json"), 300, "the next job")
+    wait_for(lambda: processes_mentioning(f"__{NB}.spec"), 300, "the next job")
     run.send_signal(signal.SIGINT)
     started = time.monotonic()
     _, errors = run.communicate(timeout=60)
