@@ -99,11 +99,14 @@ def restored_notebook(instructor, submitted, released):
 def build_package(spec, nb, target):
     """The package the student's code runs with: the reference modules of the notebooks before this one (they are
     what this notebook builds on), the released modules of the later ones (stubs: their answers are not the student's
-    to read), and this notebook's module exported from `nb` (the answer removed)."""
+    to read), and this notebook's module exported from `nb` (the answer removed). It holds no data: the student's
+    code gets the digits only as the arrays a test passes it, so the capstone's held-out images, which the grader
+    splits off from the same digits, cannot be loaded and trained on while it is graded."""
     from .export import export_here
 
     reference, released = Path(spec.reference), Path(spec.reference).with_name("released")
-    shutil.copytree(released / "tinytorch", target / "tinytorch")
+    top = released / "tinytorch"
+    shutil.copytree(top, target / "tinytorch", ignore=lambda folder, names: ["data"] if Path(folder) == top else [])
     for name in spec.earlier_modules:
         module = Path(*name.split(".")).with_suffix(".py")
         shutil.copyfile(reference / module, target / module)

@@ -4,7 +4,7 @@ bubblewrap (Debian package `bubblewrap`) makes new user, PID, mount, network, IP
 without root. Inside, the student's code sees:
 
 * a read-only view of the system's libraries (/usr) and of Python and its packages, and read-only copies of the
-  student's own package and of the grader's worker files (copied into the sandbox's own root through file
+  student's own package (without the course's data: grading.job.build_package) and of the grader's worker files (copied into the sandbox's own root through file
   descriptors, so not even their paths outside show, in /proc/self/mountinfo or elsewhere), and nothing else of the
   machine: no grading folder, no submissions, no instructor notebooks, no home folders;
 * a read-only root: only /tmp and home can be written, each a tmpfs of bounded size;

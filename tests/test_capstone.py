@@ -1,7 +1,13 @@
-"""Notebook 16's given code: the split the grader holds out from, and the size bound of a capstone model."""
+"""Notebook 16's given code (the split the grader holds out from, the size bound of a capstone model), and that a
+capstone cannot train on the grader's held-out images while it is graded."""
+
+import json
 
 import numpy as np
 
+from conftest import REPO, run_cli
+from grading.demo import solved
+from grading.notebooks import read_notebook, write_notebook
 from tinytorch.core.capstone import MAX_PARAMETERS, count_parameters, curve_recorder, measure, three_way_split
 from tinytorch.core.nn import Linear, ReLU, Sequential
 from tinytorch.core.training import load_digits
@@ -40,3 +46,47 @@ def test_the_curves_are_measured_by_the_given_code():
     assert [len(history["train"]), len(history["val"])] == [2, 2]
     loss, accuracy = measure(model, X[:100], y[:100])
     assert history["train"][0] == (loss, accuracy) and 0 <= accuracy <= 1 and loss > 0
+
+
+# A student who trains on every shipped digit, the grader's held-out images among them, instead of the arrays given.
+TRAINS_ON_EVERY_DIGIT = (
+    "    epochs, lr0 = 40, 0.003\n",
+    "    from tinytorch.core.training import load_digits\n\n"
+    "    X_train, y_train = load_digits()  # the grader's held-out images are among them\n"
+    "    epochs, lr0 = 40, 0.003\n",
+)
+
+
+def test_a_capstone_that_loads_the_digits_itself_to_train_on_the_held_out_images_loses_its_points(kit, tmp_path):
+    """While it is graded, the student's code runs with a package that holds no data (grading.job.build_package): it
+    gets the digits only as the arrays it is passed, so it cannot train on the images it is measured on."""
+    source = read_notebook(REPO / "notebooks" / "16_capstone.ipynb")
+    released = read_notebook(kit / "16_capstone" / "16_capstone.ipynb")
+    old, new = TRAINS_ON_EVERY_DIGIT
+
+    def cheat(grade_id, code):
+        if "def build_and_train" not in code:
+            return code
+        assert old in code, "the solution no longer starts as TRAINS_ON_EVERY_DIGIT expects"
+        return code.replace(old, new)
+
+    for student, nb in [("honest", solved(released, source)), ("cheat", solved(released, source, edit=cheat))]:
+        write_notebook(nb, tmp_path / "submissions" / student / "16_capstone" / "16_capstone.ipynb")
+    (tmp_path / "secret").write_text("capstone-held-out-test-secret-0123456789\n")
+    result = run_cli(
+        "autograde",
+        tmp_path / "submissions",
+        "--out",
+        tmp_path / "grades",
+        "--secret-file",
+        tmp_path / "secret",
+        "--feedback",
+        "none",
+    )
+    assert result.returncode == 0, result.stderr
+    book = json.loads((tmp_path / "grades" / "gradebook.json").read_text())
+    honest, cheat_tests = book["honest"]["16_capstone"]["tests"], book["cheat"]["16_capstone"]["tests"]
+    held_out = ["capstone_held_out", "capstone_held_out_high"]
+    assert all(honest[name]["score"] == honest[name]["max_score"] > 0 for name in held_out), honest
+    assert all(cheat_tests[name]["score"] == 0 for name in held_out), cheat_tests
+    assert "the arrays it is passed" in cheat_tests["capstone_held_out"]["message"], cheat_tests
