@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from .errors import GradingError
 from .notebooks import REPO
@@ -25,17 +26,20 @@ def export_package(root):
 
 
 def export_here(root):
-    """`export_package`, in this process: for a grading job (one per process, forked with nbdev imported), where a
-    new Python for nbdev would take longer than the export. nbdev reads its settings from the working folder once."""
+    """`export_package`, in this process and for the notebooks alone: for a grading job (one per process, forked with
+    nbdev imported), where a new Python for nbdev, and nbdev_export's index of every module, would take longer than
+    exporting the one notebook. nbdev reads the settings of the working folder, and keeps them: they are read afresh."""
     from nbdev.config import get_config
-    from nbdev.doclinks import nbdev_export
+    from nbdev.export import nb_export
 
-    get_config.cache_clear()  # it caches the settings of the folder it was first called in
     here = os.getcwd()
     os.chdir(root)
     try:
+        get_config.cache_clear()
+        config = get_config()
         with contextlib.redirect_stdout(io.StringIO()):
-            nbdev_export()
+            for notebook in sorted(Path(config.nbs_path).glob("*.ipynb")):
+                nb_export(notebook, config.lib_path)
     except Exception as error:  # noqa: BLE001 - nbdev raises plain exceptions for a notebook it cannot parse
         raise GradingError(f"nbdev_export failed in {root}: {type(error).__name__}: {error}") from error
     finally:

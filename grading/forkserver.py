@@ -37,9 +37,8 @@ PRELOAD = (
     "grading.feedback",
     "grading.export",
     "nbconvert",
-    "bleach",
-    "bs4",
-    "nbdev.doclinks",
+    "nh3",
+    "nbdev.export",
 )
 
 
@@ -102,9 +101,10 @@ def serve():
         *lines, requests = requests.split(b"\n")
         for line in lines:
             request = json.loads(line)
+            server = os.getpid()
             pid = os.fork()
             if pid == 0:
-                run_child(request, [0, replies.fileno(), wake_read, wake_write])
+                run_child(request, server, [0, replies.fileno(), wake_read, wake_write])
             children.add(pid)
             replies.write(json.dumps({"id": request["id"], "pid": pid}) + "\n")
 
@@ -124,10 +124,15 @@ def reap(children):
     return ended
 
 
-def run_child(request, server_fds):
+def run_child(request, server, server_fds):
     "In the forked child: become a job as `python -c JOB SPEC` would be, run it, and exit with its status."
     code = 1
     try:
+        from .job import die_with_parent
+
+        die_with_parent()
+        if os.getppid() != server:  # the server died before that: nobody would kill this job
+            os._exit(1)
         os.setsid()  # its own session and process group: killing the group kills the job and its sandboxes
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -157,7 +162,10 @@ def kill_group(pid):
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
+        try:  # a job forked a moment ago may not lead its own process group yet
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 # -- The grader's side -----------------------------------------------------------------------------------------------
