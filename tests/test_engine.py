@@ -323,16 +323,19 @@ class ScalesItsOutput(E.ExpBackward):
 @pytest.mark.parametrize(
     "rule, forward, words",
     [
-        (MasksGradOutput, relu_np, "your rule changed grad_output in place: compute a new array instead"),
-        (ClampsItsInput, relu_np, "your rule changed its saved input 0 in place"),
-        (ReplacesItsInput, relu_np, "your rule changed its saved input 0 in place"),
-        (ScalesItsOutput, np.exp, "your rule changed its saved output in place"),
+        (MasksGradOutput, relu_np, "your rule changed grad_output (shape (3,)) in place"),
+        (ClampsItsInput, relu_np, "your rule changed its saved input 0 (shape (3,)) in place"),
+        (ReplacesItsInput, relu_np, "your rule changed its saved input 0 (shape (3,)) in place"),
+        (ScalesItsOutput, np.exp, "your rule changed its saved output (shape (3,)) in place"),
     ],
 )
 def test_check_backward_hands_rules_read_only_arrays(rule, forward, words):
+    "The message names the rule, its input shapes, and which array it changed (grad_output, saved input k, output)."
     x = np.array([-1.0, 0.5, 2.0])
-    with pytest.raises(GradcheckError, match=words):
+    with pytest.raises(GradcheckError) as raised:
         check_backward(rule, forward, [x])
+    assert f"{rule.__name__} on inputs of shapes (3,): {words}" in str(raised.value), str(raised.value)
+    assert "compute a new array instead" in str(raised.value)
     assert np.array_equal(x, [-1.0, 0.5, 2.0]) and x.flags.writeable, "the caller's array is neither changed nor frozen"
 
 
@@ -341,7 +344,14 @@ def test_gradcheck_catches_in_place_writes_inside_the_engine(monkeypatch):
 
     x = Tensor([-1.0, 0.5, 2.0], requires_grad=True)
     monkeypatch.setattr(A.ReLUBackward, "apply", MasksGradOutput.apply)
-    with pytest.raises(GradcheckError, match="ReLUBackward: your rule changed grad_output in place"):
+    with pytest.raises(
+        GradcheckError,
+        match=r"ReLUBackward \(saved tensors of shapes \(3,\), grad_output of shape "
+        r"\(3,\)\): your rule changed grad_output \(shape \(3,\)\) in place",
+    ):
+        gradcheck(lambda x: A.relu(x) + x, [x])
+    monkeypatch.setattr(A.ReLUBackward, "apply", ClampsItsInput.apply)
+    with pytest.raises(GradcheckError, match=r"ReLUBackward .*: your rule changed its saved input 0 \(shape \(3,\)\)"):
         gradcheck(lambda x: A.relu(x) + x, [x])
     monkeypatch.undo()
 

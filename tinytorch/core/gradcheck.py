@@ -186,14 +186,23 @@ def _what_was_written(run, parts):
     return None
 
 
-def _in_place_message(name, label):
+def _in_place_message(name, label, arrays, cotangent, options):
+    """Which array the rule changed in place (grad_output, its saved output, or saved input `label`), with the
+    shapes of the rule's inputs and its options, so that the failing call can be rebuilt by hand."""
+    shapes = " and ".join(str(np.shape(a)) for a in arrays)
+    given = ", ".join(f"{key}={value!r}" for key, value in options.items())
+    called = f"{name} on inputs of shapes {shapes}" + (f" with {given}" if given else "")
     if label == "grad_output":
-        return f"{name}: your rule changed grad_output in place: {IN_PLACE_HINT}."
-    if label == "output":
-        return f"{name}: your rule changed its saved output in place: {IN_PLACE_HINT}."
+        changed, hint = f"grad_output (shape {np.shape(cotangent)})", IN_PLACE_HINT
+    elif label == "output":
+        changed = f"its saved output (shape {np.shape(cotangent)})"
+        hint = "compute a new array instead (grad_output * self.output, not self.output.data *= ...)"
+    else:
+        changed = f"its saved input {label} (shape {np.shape(arrays[label])})"
+        hint = "compute a new array instead (x.data * mask, not x.data[...] = ..., x.data = ... or +=)"
     return (
-        f"{name}: your rule changed its saved input {label} in place: compute a new array instead; "
-        "the forward pass's tensors are shared with the rest of the graph."
+        f"{called}: your rule changed {changed} in place. The forward pass's tensors and grad_output are shared "
+        f"with the rest of the graph, so {hint}."
     )
 
 
@@ -221,14 +230,15 @@ def _apply_read_only(function_cls, name, arrays, cotangent, output, options):
         if "read-only" not in str(error):
             raise
         label = _what_was_written(run, parts)
-        raise GradcheckError(_in_place_message(name, label if label is not None else "grad_output")) from error
+        label = "grad_output" if label is None else label
+        raise GradcheckError(_in_place_message(name, label, arrays, cotangent, options)) from error
     for i, (t, a) in enumerate(zip(tensors, arrays)):
         if t.data.shape != a.shape or not np.array_equal(t.data, a, equal_nan=True):
-            raise GradcheckError(_in_place_message(name, i))
+            raise GradcheckError(_in_place_message(name, i, arrays, cotangent, options))
     if not np.array_equal(grad_output.data, cotangent, equal_nan=True):
-        raise GradcheckError(_in_place_message(name, "grad_output"))
+        raise GradcheckError(_in_place_message(name, "grad_output", arrays, cotangent, options))
     if output is not None and not np.array_equal(extras["output"].data, output, equal_nan=True):
-        raise GradcheckError(_in_place_message(name, "output"))
+        raise GradcheckError(_in_place_message(name, "output", arrays, cotangent, options))
     return grads
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-020
@@ -595,12 +605,7 @@ class _ReadOnly:
             except ValueError as error:
                 if "read-only" not in str(error):
                     raise
-                try:
-                    apply(Tensor(np.array(grad_output.data)))
-                    what = f"your rule changed grad_output in place: {IN_PLACE_HINT}"
-                except ValueError:
-                    what = "your rule changed one of its saved tensors in place: compute a new array instead"
-                raise GradcheckError(f"{name}: {what}.") from error
+                raise GradcheckError(_written_in_backward(function, apply, name, grad_output)) from error
             for g in grads if isinstance(grads, (tuple, list)) else ():
                 self.freeze(g)
             return grads
@@ -619,6 +624,32 @@ class _ReadOnly:
                 array.flags.writeable = True
             except ValueError:  # a view of an array that is itself read-only
                 pass
+
+
+def _written_in_backward(function, apply, name, grad_output):
+    """The message for a rule that wrote into a read-only array during backward(): run it again with one writeable
+    copy at a time (grad_output, then each saved tensor) to name the array it changed, with the shapes."""
+    saved = tuple(function.saved_tensors)
+    shapes = " and ".join(str(t.shape) for t in saved if isinstance(t, Tensor))
+    called = f"{name} (saved tensors of shapes {shapes}, grad_output of shape {grad_output.shape})"
+    hint = "compute a new array instead"
+    try:
+        apply(Tensor(np.array(grad_output.data)))
+        return f"{called}: your rule changed grad_output (shape {grad_output.shape}) in place: {IN_PLACE_HINT}."
+    except ValueError:
+        pass
+    for k, t in enumerate(saved):
+        if not isinstance(t, Tensor):
+            continue
+        function.saved_tensors = saved[:k] + (Tensor(np.array(t.data)),) + saved[k + 1 :]
+        try:
+            apply(grad_output)
+            return f"{called}: your rule changed its saved input {k} (shape {t.shape}) in place: {hint}."
+        except ValueError:
+            pass
+        finally:
+            function.saved_tensors = saved
+    return f"{called}: your rule changed one of its saved tensors (its output or an input) in place: {hint}."
 
 
 def _backward_read_only(output, cotangent):
