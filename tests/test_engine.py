@@ -604,3 +604,31 @@ def test_python_numbers_keep_a_float32_tensor_float32_as_in_numpy():
 def test_transpose_takes_the_inverse_permutation_as_an_array():
     x = Tensor(np.ones((2, 3, 4)))
     assert x.transpose(np.argsort((1, 2, 0))).shape == (4, 2, 3)
+
+
+class TransposesWithoutInverting(R.TransposeBackward):
+    def apply(self, grad_output):
+        return (grad_output.transpose(self.axes),)
+
+
+def test_a_wrong_gradient_names_the_rules_options_and_an_array_option_by_its_shape():
+    x = np.random.default_rng(0).normal(size=(2, 3, 4))
+    with pytest.raises(
+        GradcheckError, match=r"TransposesWithoutInverting, input 0 \(shape \(2, 3, 4\), axes=\(1, 2, 0\)\)"
+    ):
+        check_backward(TransposesWithoutInverting, np.transpose, [x], axes=(1, 2, 0))
+
+    class ScaledIndex(R.IndexBackward):
+        def apply(self, grad_output):
+            return (2 * super().apply(grad_output)[0],)
+
+    with pytest.raises(
+        GradcheckError, match=r"ScaledIndex, input 0 \(shape \(3, 3\), index=an array of shape \(2,\)\)"
+    ):
+        check_backward(ScaledIndex, lambda a, index: a[index], [x[0, :, :3].T.copy()], index=np.array([0, 2]))
+
+
+def test_transpose_of_none_reverses_the_axes_as_numpy_does():
+    "A rule that writes grad_output.transpose(None) gets NumPy's meaning, not a TypeError from int(None)."
+    x = Tensor(np.zeros((2, 3, 4)), requires_grad=True)
+    assert x.transpose(None).shape == (4, 3, 2) == x.transpose().shape

@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['IN_PLACE_HINT', 'MAX_EXTRA_CHECKS', 'FAST_SIZE', 'SHARED_GRADIENT_HINT', 'numerical_grad', 'GradcheckError',
-           'check_gradient_shape', 'compare_gradient', 'backward_and_numeric', 'check_dtype', 'check_backward',
-           'diagnose', 'shape_diagnosis', 'with_diagnosis', 'gradcheck']
+           'check_gradient_shape', 'compare_gradient', 'backward_and_numeric', 'options_text', 'check_dtype',
+           'check_backward', 'diagnose', 'shape_diagnosis', 'with_diagnosis', 'gradcheck']
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-002
 import inspect
@@ -119,6 +119,15 @@ def backward_and_numeric(function_cls, forward, inputs, eps=1e-6, seed=0, **opti
     return name, arrays, wrt, grads, numeric
 
 
+def options_text(options):
+    "A rule's options in words for a message, 'axes=(1, 0), keepdims=True'; an array option by its shape only."
+
+    def shown(value):
+        return f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else repr(value)
+
+    return ", ".join(f"{key}={shown(value)}" for key, value in options.items())
+
+
 def check_dtype(label, analytic, dtype):
     "Raise GradcheckError unless the gradient has its input's floating dtype (float32 stays float32)."
     found = getattr(analytic.data if isinstance(analytic, Tensor) else analytic, "dtype", None)
@@ -151,7 +160,7 @@ def check_backward(
     gradient's message names the known mistakes it matches and the smallest input shapes on which the rule fails."""
     name, arrays, wrt, grads, numeric = backward_and_numeric(function_cls, forward, inputs, eps, seed, **options)
     for i in wrt:
-        label = f"{name}, input {i} (shape {arrays[i].shape})"
+        label = f"{name}, input {i} (shape {arrays[i].shape}" + (f", {options_text(options)})" if options else ")")
         try:
             compare_gradient(label, grads[i], numeric[i], atol, rtol)
         except GradcheckError as error:
@@ -190,8 +199,7 @@ def _in_place_message(name, label, arrays, cotangent, options):
     """Which array the rule changed in place (grad_output, its saved output, or saved input `label`), with the
     shapes of the rule's inputs and its options, so that the failing call can be rebuilt by hand."""
     shapes = " and ".join(str(np.shape(a)) for a in arrays)
-    given = ", ".join(f"{key}={value!r}" for key, value in options.items())
-    called = f"{name} on inputs of shapes {shapes}" + (f" with {given}" if given else "")
+    called = f"{name} on inputs of shapes {shapes}" + (f" with {options_text(options)}" if options else "")
     if label == "grad_output":
         changed, hint = f"grad_output (shape {np.shape(cotangent)})", IN_PLACE_HINT
     elif label == "output":
