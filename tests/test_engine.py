@@ -632,3 +632,12 @@ def test_transpose_of_none_reverses_the_axes_as_numpy_does():
     "A rule that writes grad_output.transpose(None) gets NumPy's meaning, not a TypeError from int(None)."
     x = Tensor(np.zeros((2, 3, 4)), requires_grad=True)
     assert x.transpose(None).shape == (4, 3, 2) == x.transpose().shape
+
+
+def test_gradcheck_names_the_expression_and_each_input_by_its_argument_name_and_shape(monkeypatch):
+    a, b = Tensor([1.0, -2.0], requires_grad=True), Tensor([0.5, 3.0], requires_grad=True)
+    monkeypatch.setattr(E.MulBackward, "apply", lambda self, g: (g, g))  # wrong for both inputs
+    with pytest.raises(GradcheckError, match=r"^a \* b: input 0 \(a, shape \(2,\)\): wrong gradient"):
+        gradcheck(lambda a, b: a * b, [a, b], name="a * b")
+    with pytest.raises(GradcheckError, match=r"^input 0 \(a, shape \(2,\)\)"):
+        gradcheck(lambda a, b: a * b, [a, b])

@@ -493,6 +493,18 @@ def with_diagnosis(message, causes, smallest=None):
 FAST_SIZE = 2000
 
 
+def _input_labels(fn, arrays, name):
+    """How a message names each input: 'input 1 (b, shape (3,))', after `name` (what was checked, such as the
+    expression) when one is given; the argument names come from fn's signature, a lambda's included."""
+    try:
+        names = [f"{p}, " for p in inspect.signature(fn).parameters][: len(arrays)]
+    except (TypeError, ValueError):  # a callable without a signature Python can read: numbers only
+        names = []
+    names += [""] * (len(arrays) - len(names))
+    prefix = f"{name}: " if name else ""
+    return [f"{prefix}input {i} ({names[i]}shape {np.shape(a)})" for i, a in enumerate(arrays)]
+
+
 def gradcheck(
     fn,
     inputs: list[Tensor],
@@ -501,15 +513,17 @@ def gradcheck(
     rtol: float = 1e-3,
     fast: bool | None = None,
     seed: int = 0,
+    name: str | None = None,
 ) -> bool:
     """Compare the gradients backward() gives for every input with requires_grad against central differences.
     During backward() every saved tensor and every gradient is read-only, so a rule or an accumulation that writes
-    in place fails; a float32 input must get a float32 gradient."""
+    in place fails; a float32 input must get a float32 gradient. `name` (the expression, say) starts every message."""
     checked = [i for i, t in enumerate(inputs) if getattr(t, "requires_grad", False)]
     if not checked:
         raise ValueError("gradcheck needs at least one input created with requires_grad=True.")
     rng = np.random.default_rng(seed)
     arrays = [np.array(t.data, dtype=np.float64) if i in checked else t.data for i, t in enumerate(inputs)]
+    labels = _input_labels(fn, arrays, name)
     output = fn(*inputs)
     cotangent = rng.normal(size=output.shape)
     previous = [t.grad for t in inputs]
@@ -518,13 +532,16 @@ def gradcheck(
     try:
         _backward_read_only(output, cotangent)
         analytic = [t.grad for t in inputs]
+    except GradcheckError as error:
+        shapes = " and ".join(str(np.shape(a)) for a in arrays)
+        raise GradcheckError(f"{name or 'gradcheck'} with inputs of shapes {shapes}: {error}") from None
     finally:
         for t, grad in zip(inputs, previous):
             t.grad = grad
     for i in checked:
         if not np.array_equal(inputs[i].data, arrays[i], equal_nan=True):
             raise GradcheckError(
-                f"input {i} (shape {arrays[i].shape}) was changed by backward(): a backward rule "
+                f"{labels[i]} was changed by backward(): a backward rule "
                 "changed its saved input in place; compute a new array instead."
             )
 
@@ -536,7 +553,7 @@ def gradcheck(
     if not fast:
         numeric = numerical_grad(projected, arrays, eps, checked)
         for i in checked:
-            label = f"input {i} (shape {arrays[i].shape})"
+            label = labels[i]
             try:
                 compare_gradient(label, analytic[i], numeric[i], atol, rtol)
             except GradcheckError as error:
@@ -547,7 +564,7 @@ def gradcheck(
             check_dtype(label, analytic[i], inputs[i].data.dtype)
         return True
     for i in checked:
-        label = f"input {i} (shape {arrays[i].shape})"
+        label = labels[i]
         grad = check_gradient_shape(label, analytic[i], arrays[i].shape)
         check_dtype(label, analytic[i], inputs[i].data.dtype)
         direction = rng.normal(size=arrays[i].shape)
