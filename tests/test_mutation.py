@@ -678,6 +678,20 @@ STUDENT_BUGS = [
         "np.argmax(logits.data, axis=0)",
     ),
     (
+        "11_training",
+        "digits_accuracy",
+        "train_epoch forgets zero_grad (every batch's gradients add up)",
+        "optimizer.zero_grad()\n        loss = loss_fn(model(inputs), labels)",
+        "loss = loss_fn(model(inputs), labels)",
+    ),
+    (
+        "11_training",
+        "digits_accuracy",
+        "train_epoch steps before backward (each step sees no gradient)",
+        "loss.backward()\n        optimizer.step()",
+        "optimizer.step()\n        loss.backward()",
+    ),
+    (
         "14_higher_order",
         "hvp",
         "first gradient without create_graph=True",
