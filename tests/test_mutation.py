@@ -571,6 +571,13 @@ STUDENT_BUGS = [
     ),
     (
         "12_conv",
+        "conv2d_backward",
+        "weight's gradient not reshaped (rows of C·kh·kw, the wrong shape)",
+        "grad_w = (g_rows.T @ rows).reshape(w.shape)",
+        "grad_w = g_rows.T @ rows",
+    ),
+    (
+        "12_conv",
         "maxpool2d_backward",
         "every tied maximum gets the gradient",
         "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
