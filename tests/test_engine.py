@@ -323,16 +323,19 @@ class ScalesItsOutput(E.ExpBackward):
 @pytest.mark.parametrize(
     "rule, forward, words",
     [
-        (MasksGradOutput, relu_np, "your rule changed grad_output in place: compute a new array instead"),
-        (ClampsItsInput, relu_np, "your rule changed its saved input 0 in place"),
-        (ReplacesItsInput, relu_np, "your rule changed its saved input 0 in place"),
-        (ScalesItsOutput, np.exp, "your rule changed its saved output in place"),
+        (MasksGradOutput, relu_np, "your rule changed grad_output (shape (3,)) in place"),
+        (ClampsItsInput, relu_np, "your rule changed its saved input 0 (shape (3,)) in place"),
+        (ReplacesItsInput, relu_np, "your rule changed its saved input 0 (shape (3,)) in place"),
+        (ScalesItsOutput, np.exp, "your rule changed its saved output (shape (3,)) in place"),
     ],
 )
 def test_check_backward_hands_rules_read_only_arrays(rule, forward, words):
+    "The message names the rule, its input shapes, and which array it changed (grad_output, saved input k, output)."
     x = np.array([-1.0, 0.5, 2.0])
-    with pytest.raises(GradcheckError, match=words):
+    with pytest.raises(GradcheckError) as raised:
         check_backward(rule, forward, [x])
+    assert f"{rule.__name__} on inputs of shapes (3,): {words}" in str(raised.value), str(raised.value)
+    assert "compute a new array instead" in str(raised.value)
     assert np.array_equal(x, [-1.0, 0.5, 2.0]) and x.flags.writeable, "the caller's array is neither changed nor frozen"
 
 
@@ -341,7 +344,14 @@ def test_gradcheck_catches_in_place_writes_inside_the_engine(monkeypatch):
 
     x = Tensor([-1.0, 0.5, 2.0], requires_grad=True)
     monkeypatch.setattr(A.ReLUBackward, "apply", MasksGradOutput.apply)
-    with pytest.raises(GradcheckError, match="ReLUBackward: your rule changed grad_output in place"):
+    with pytest.raises(
+        GradcheckError,
+        match=r"ReLUBackward \(saved tensors of shapes \(3,\), grad_output of shape "
+        r"\(3,\)\): your rule changed grad_output \(shape \(3,\)\) in place",
+    ):
+        gradcheck(lambda x: A.relu(x) + x, [x])
+    monkeypatch.setattr(A.ReLUBackward, "apply", ClampsItsInput.apply)
+    with pytest.raises(GradcheckError, match=r"ReLUBackward .*: your rule changed its saved input 0 \(shape \(3,\)\)"):
         gradcheck(lambda x: A.relu(x) + x, [x])
     monkeypatch.undo()
 
@@ -594,3 +604,40 @@ def test_python_numbers_keep_a_float32_tensor_float32_as_in_numpy():
 def test_transpose_takes_the_inverse_permutation_as_an_array():
     x = Tensor(np.ones((2, 3, 4)))
     assert x.transpose(np.argsort((1, 2, 0))).shape == (4, 2, 3)
+
+
+class TransposesWithoutInverting(R.TransposeBackward):
+    def apply(self, grad_output):
+        return (grad_output.transpose(self.axes),)
+
+
+def test_a_wrong_gradient_names_the_rules_options_and_an_array_option_by_its_shape():
+    x = np.random.default_rng(0).normal(size=(2, 3, 4))
+    with pytest.raises(
+        GradcheckError, match=r"TransposesWithoutInverting, input 0 \(shape \(2, 3, 4\), axes=\(1, 2, 0\)\)"
+    ):
+        check_backward(TransposesWithoutInverting, np.transpose, [x], axes=(1, 2, 0))
+
+    class ScaledIndex(R.IndexBackward):
+        def apply(self, grad_output):
+            return (2 * super().apply(grad_output)[0],)
+
+    with pytest.raises(
+        GradcheckError, match=r"ScaledIndex, input 0 \(shape \(3, 3\), index=an array of shape \(2,\)\)"
+    ):
+        check_backward(ScaledIndex, lambda a, index: a[index], [x[0, :, :3].T.copy()], index=np.array([0, 2]))
+
+
+def test_transpose_of_none_reverses_the_axes_as_numpy_does():
+    "A rule that writes grad_output.transpose(None) gets NumPy's meaning, not a TypeError from int(None)."
+    x = Tensor(np.zeros((2, 3, 4)), requires_grad=True)
+    assert x.transpose(None).shape == (4, 3, 2) == x.transpose().shape
+
+
+def test_gradcheck_names_the_expression_and_each_input_by_its_argument_name_and_shape(monkeypatch):
+    a, b = Tensor([1.0, -2.0], requires_grad=True), Tensor([0.5, 3.0], requires_grad=True)
+    monkeypatch.setattr(E.MulBackward, "apply", lambda self, g: (g, g))  # wrong for both inputs
+    with pytest.raises(GradcheckError, match=r"^a \* b: input 0 \(a, shape \(2,\)\): wrong gradient"):
+        gradcheck(lambda a, b: a * b, [a, b], name="a * b")
+    with pytest.raises(GradcheckError, match=r"^input 0 \(a, shape \(2,\)\)"):
+        gradcheck(lambda a, b: a * b, [a, b])

@@ -1,6 +1,8 @@
 """What a student can learn from a hidden test: an error their own code raised is shown without its numbers (a rule
 that raises its inputs as its message would print the hidden inputs), while the tests' own messages stay whole."""
 
+import pytest
+
 from grading import wire
 from grading.verdict import exception_of, run_cell
 
@@ -55,3 +57,157 @@ def test_no_test_cell_fails_with_a_bare_assertion_error():
             if cell.cell_type == "code" and cell.source.startswith("# test:"):
                 bare += [f"{path.name} {cell.source.splitlines()[0]} {b}" for b in bare_asserts(cell.source)]
     assert not bare, "asserts without a message:\n" + "\n".join(bare)
+
+
+# (notebook, what the mutant of tests/test_mutation.py gets wrong, the test cell, words its message must hold): each
+# message names the failing case (the call, its shapes and options), what came back, and the likely cause.
+NAMED_FAILURES = [
+    (
+        "04_elementwise",
+        "negates grad_output in place",
+        "sub_backward_hidden",
+        ["SubBackward on inputs of shapes", "changed grad_output (shape"],
+    ),
+    ("04_elementwise", "replaces its saved input by 1/a", "log_backward_hidden", ["changed its saved input 0 (shape"]),
+    (
+        "07_activations",
+        "multiplies the saved output in place",
+        "sigmoid_backward_hidden",
+        ["SigmoidBackward on inputs of shapes", "changed its saved output (shape"],
+    ),
+    ("07_activations", "masks grad_output in place", "relu_backward", ["ReLUBackward on inputs of shapes (3, 4)"]),
+    (
+        "06_autograd",
+        "gradient overwritten instead of accumulated",
+        "accumulate_hidden",
+        ["y = x + x; sum(y * y + x) for x = [1, -1]: expected x.grad = 8x + 1", "got"],
+    ),
+    (
+        "06_autograd",
+        "gradient overwritten instead of accumulated",
+        "engine_end_to_end",
+        ["(a * b - b / (a * a + 1)).exp().sum(axis=0): input 0 (a, shape (3, 1))"],
+    ),
+    (
+        "06_autograd",
+        "adds in place (grads[key].data += grad.data)",
+        "accumulate_hidden",
+        ["a + a with inputs of shapes (3,)", "in place"],
+    ),
+    (
+        "10_optimizers",
+        "velocity rebound locally, never kept (plain gradient descent)",
+        "sgd_hidden",
+        ["momentum=", "a of shape (3,)", "expected", "got", "self.velocity[i]"],
+    ),
+    (
+        "10_optimizers",
+        "one step count shared by all parameters",
+        "adam",
+        ["q of shape (1, 3)", "expected [[0.4, 2.9, -1.1]], got", "self.t[i]"],
+    ),
+    (
+        "10_optimizers",
+        "one step count shared by all parameters",
+        "adam_hidden",
+        ["Adam(lr=0.05)", "of shape (2, 3)", "got", "step count"],
+    ),
+    ("10_optimizers", "epsilon inside the square root", "adam_hidden", ["eps=", "got", "sqrt(u_hat) + eps"]),
+    (
+        "12_conv",
+        "every tied maximum gets the gradient",
+        "maxpool2d_backward_hidden",
+        ["kernel_size=2, on a (1, 1, 2, 2) input of zeros", "got [1.0, 1.0, 1.0, 1.0]"],
+    ),
+    ("13_embedding", "the lookup's use only", "tied_gradient", ["expected [[2], [-2], [-2]], got [[0.0], [-2.0]"]),
+    (
+        "13_embedding",
+        "input_use[ids] += (repeats counted once)",
+        "tied_gradient_hidden",
+        ["ids [1, 3, 1, 1], weight of shape", "expected", "got", "a repeated id must add up its rows"],
+    ),
+    (
+        "13_embedding",
+        "grad_logits not flattened (fails on 2-D ids)",
+        "tied_gradient_hidden",
+        ["a batch of sentences: ids of shape", "grad_logits of shape"],
+    ),
+    ("02_function", "extras dropped", "attach", ["attach(result, Marker, x, scale=2.0)", "nothing was raised"]),
+    (
+        "02_function",
+        "records only when the first input needs a gradient",
+        "attach",
+        ["attach(result, Marker, constant, x)", "got None"],
+    ),
+    ("05_matmul_and_reductions", "all axes reversed", "transpose_backward_hidden", ["axes=(1, 2, 0)", "gradient has"]),
+    (
+        "09_nn",
+        "lists and tuples not searched (a Sequential's layers are a list)",
+        "parameters_hidden",
+        ["got 0 tensors, expected 3", "search lists and tuples"],
+    ),
+    (
+        "09_nn",
+        "looks one level deep (a Sequential inside a Sequential gives none)",
+        "parameters_hidden",
+        ["three levels deep: got shapes [], expected [(5, 2)"],
+    ),
+    (
+        "14_higher_order",
+        "a loss whose gradient does not depend on the parameters (H = 0) not handled",
+        "hvp_hidden",
+        ["sum(w * 3), a loss linear in w of shape", "Likely cause: ", "return zeros"],
+    ),
+    (
+        "14_higher_order",
+        "a parameter the loss does not use (its gradient None) not skipped",
+        "hvp_hidden",
+        ["a second parameter of shape (2,)", "Likely cause: ", "if g is not None"],
+    ),
+    (
+        "14_higher_order",
+        "first gradient without create_graph=True",
+        "hvp_hidden",
+        ["the quadratic ½ wᵀAw, w of shape", "got [0.0", "create_graph=True"],
+    ),
+    (
+        "11_training",
+        "train_epoch forgets zero_grad (every batch's gradients add up)",
+        "digits_accuracy",
+        ["training loss", "optimizer.zero_grad()"],
+    ),
+]
+
+
+def mutant(notebook, what, test):
+    "(old, new) of the mutant of tests/test_mutation.py that gets `what` wrong in `notebook` (in `test`'s rule if two)."
+    from test_mutation import MUTANTS
+
+    found = [m for m in MUTANTS if m[0] == notebook and m[2] == what]
+    if len(found) > 1:
+        found = [m for m in found if m[1] == test.removesuffix("_hidden")]
+    (found,) = found
+    return found[3], found[4]
+
+
+@pytest.mark.slow  # runs a notebook's cells
+@pytest.mark.parametrize(
+    "notebook, what, test, words", NAMED_FAILURES, ids=[f"{n[:2]}-{t}" for n, _, t, _ in NAMED_FAILURES]
+)
+def test_a_failing_test_names_its_case_what_came_back_and_the_likely_cause(notebook, what, test, words):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    old, new = mutant(notebook, what, test)
+    script = REPO / "tests" / "failure_messages.py"
+    result = subprocess.run(
+        [sys.executable, str(script), notebook, test, old, new], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    message = json.loads(result.stdout.splitlines()[-1])
+    assert message is not None, f"{notebook} {test} passed with the mutant '{what}'"
+    missing = [w for w in words if w not in message]
+    assert not missing, f"{notebook} {test} with '{what}': {missing} not in the message:\n{message}"

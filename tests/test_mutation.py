@@ -571,6 +571,13 @@ STUDENT_BUGS = [
     ),
     (
         "12_conv",
+        "conv2d_backward",
+        "weight's gradient not reshaped (rows of C·kh·kw, the wrong shape)",
+        "grad_w = (g_rows.T @ rows).reshape(w.shape)",
+        "grad_w = g_rows.T @ rows",
+    ),
+    (
+        "12_conv",
         "maxpool2d_backward",
         "every tied maximum gets the gradient",
         "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
@@ -676,6 +683,20 @@ STUDENT_BUGS = [
         "argmax over the wrong axis (axis 0, the batch)",
         "np.argmax(logits.data, axis=1)",
         "np.argmax(logits.data, axis=0)",
+    ),
+    (
+        "11_training",
+        "digits_accuracy",
+        "train_epoch forgets zero_grad (every batch's gradients add up)",
+        "optimizer.zero_grad()\n        loss = loss_fn(model(inputs), labels)",
+        "loss = loss_fn(model(inputs), labels)",
+    ),
+    (
+        "11_training",
+        "digits_accuracy",
+        "train_epoch steps before backward (each step sees no gradient)",
+        "loss.backward()\n        optimizer.step()",
+        "optimizer.step()\n        loss.backward()",
     ),
     (
         "14_higher_order",

@@ -2,8 +2,8 @@
 
 # %% auto #0
 __all__ = ['IN_PLACE_HINT', 'MAX_EXTRA_CHECKS', 'FAST_SIZE', 'SHARED_GRADIENT_HINT', 'numerical_grad', 'GradcheckError',
-           'check_gradient_shape', 'compare_gradient', 'backward_and_numeric', 'check_dtype', 'check_backward',
-           'diagnose', 'shape_diagnosis', 'with_diagnosis', 'gradcheck']
+           'check_gradient_shape', 'compare_gradient', 'backward_and_numeric', 'options_text', 'check_dtype',
+           'check_backward', 'diagnose', 'shape_diagnosis', 'with_diagnosis', 'gradcheck']
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-002
 import inspect
@@ -119,6 +119,15 @@ def backward_and_numeric(function_cls, forward, inputs, eps=1e-6, seed=0, **opti
     return name, arrays, wrt, grads, numeric
 
 
+def options_text(options):
+    "A rule's options in words for a message, 'axes=(1, 0), keepdims=True'; an array option by its shape only."
+
+    def shown(value):
+        return f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else repr(value)
+
+    return ", ".join(f"{key}={shown(value)}" for key, value in options.items())
+
+
 def check_dtype(label, analytic, dtype):
     "Raise GradcheckError unless the gradient has its input's floating dtype (float32 stays float32)."
     found = getattr(analytic.data if isinstance(analytic, Tensor) else analytic, "dtype", None)
@@ -151,7 +160,7 @@ def check_backward(
     gradient's message names the known mistakes it matches and the smallest input shapes on which the rule fails."""
     name, arrays, wrt, grads, numeric = backward_and_numeric(function_cls, forward, inputs, eps, seed, **options)
     for i in wrt:
-        label = f"{name}, input {i} (shape {arrays[i].shape})"
+        label = f"{name}, input {i} (shape {arrays[i].shape}" + (f", {options_text(options)})" if options else ")")
         try:
             compare_gradient(label, grads[i], numeric[i], atol, rtol)
         except GradcheckError as error:
@@ -186,14 +195,22 @@ def _what_was_written(run, parts):
     return None
 
 
-def _in_place_message(name, label):
+def _in_place_message(name, label, arrays, cotangent, options):
+    """Which array the rule changed in place (grad_output, its saved output, or saved input `label`), with the
+    shapes of the rule's inputs and its options, so that the failing call can be rebuilt by hand."""
+    shapes = " and ".join(str(np.shape(a)) for a in arrays)
+    called = f"{name} on inputs of shapes {shapes}" + (f" with {options_text(options)}" if options else "")
     if label == "grad_output":
-        return f"{name}: your rule changed grad_output in place: {IN_PLACE_HINT}."
-    if label == "output":
-        return f"{name}: your rule changed its saved output in place: {IN_PLACE_HINT}."
+        changed, hint = f"grad_output (shape {np.shape(cotangent)})", IN_PLACE_HINT
+    elif label == "output":
+        changed = f"its saved output (shape {np.shape(cotangent)})"
+        hint = "compute a new array instead (grad_output * self.output, not self.output.data *= ...)"
+    else:
+        changed = f"its saved input {label} (shape {np.shape(arrays[label])})"
+        hint = "compute a new array instead (x.data * mask, not x.data[...] = ..., x.data = ... or +=)"
     return (
-        f"{name}: your rule changed its saved input {label} in place: compute a new array instead; "
-        "the forward pass's tensors are shared with the rest of the graph."
+        f"{called}: your rule changed {changed} in place. The forward pass's tensors and grad_output are shared "
+        f"with the rest of the graph, so {hint}."
     )
 
 
@@ -221,14 +238,15 @@ def _apply_read_only(function_cls, name, arrays, cotangent, output, options):
         if "read-only" not in str(error):
             raise
         label = _what_was_written(run, parts)
-        raise GradcheckError(_in_place_message(name, label if label is not None else "grad_output")) from error
+        label = "grad_output" if label is None else label
+        raise GradcheckError(_in_place_message(name, label, arrays, cotangent, options)) from error
     for i, (t, a) in enumerate(zip(tensors, arrays)):
         if t.data.shape != a.shape or not np.array_equal(t.data, a, equal_nan=True):
-            raise GradcheckError(_in_place_message(name, i))
+            raise GradcheckError(_in_place_message(name, i, arrays, cotangent, options))
     if not np.array_equal(grad_output.data, cotangent, equal_nan=True):
-        raise GradcheckError(_in_place_message(name, "grad_output"))
+        raise GradcheckError(_in_place_message(name, "grad_output", arrays, cotangent, options))
     if output is not None and not np.array_equal(extras["output"].data, output, equal_nan=True):
-        raise GradcheckError(_in_place_message(name, "output"))
+        raise GradcheckError(_in_place_message(name, "output", arrays, cotangent, options))
     return grads
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-020
@@ -475,6 +493,18 @@ def with_diagnosis(message, causes, smallest=None):
 FAST_SIZE = 2000
 
 
+def _input_labels(fn, arrays, name):
+    """How a message names each input: 'input 1 (b, shape (3,))', after `name` (what was checked, such as the
+    expression) when one is given; the argument names come from fn's signature, a lambda's included."""
+    try:
+        names = [f"{p}, " for p in inspect.signature(fn).parameters][: len(arrays)]
+    except (TypeError, ValueError):  # a callable without a signature Python can read: numbers only
+        names = []
+    names += [""] * (len(arrays) - len(names))
+    prefix = f"{name}: " if name else ""
+    return [f"{prefix}input {i} ({names[i]}shape {np.shape(a)})" for i, a in enumerate(arrays)]
+
+
 def gradcheck(
     fn,
     inputs: list[Tensor],
@@ -483,15 +513,17 @@ def gradcheck(
     rtol: float = 1e-3,
     fast: bool | None = None,
     seed: int = 0,
+    name: str | None = None,
 ) -> bool:
     """Compare the gradients backward() gives for every input with requires_grad against central differences.
     During backward() every saved tensor and every gradient is read-only, so a rule or an accumulation that writes
-    in place fails; a float32 input must get a float32 gradient."""
+    in place fails; a float32 input must get a float32 gradient. `name` (the expression, say) starts every message."""
     checked = [i for i, t in enumerate(inputs) if getattr(t, "requires_grad", False)]
     if not checked:
         raise ValueError("gradcheck needs at least one input created with requires_grad=True.")
     rng = np.random.default_rng(seed)
     arrays = [np.array(t.data, dtype=np.float64) if i in checked else t.data for i, t in enumerate(inputs)]
+    labels = _input_labels(fn, arrays, name)
     output = fn(*inputs)
     cotangent = rng.normal(size=output.shape)
     previous = [t.grad for t in inputs]
@@ -500,13 +532,16 @@ def gradcheck(
     try:
         _backward_read_only(output, cotangent)
         analytic = [t.grad for t in inputs]
+    except GradcheckError as error:
+        shapes = " and ".join(str(np.shape(a)) for a in arrays)
+        raise GradcheckError(f"{name or 'gradcheck'} with inputs of shapes {shapes}: {error}") from None
     finally:
         for t, grad in zip(inputs, previous):
             t.grad = grad
     for i in checked:
         if not np.array_equal(inputs[i].data, arrays[i], equal_nan=True):
             raise GradcheckError(
-                f"input {i} (shape {arrays[i].shape}) was changed by backward(): a backward rule "
+                f"{labels[i]} was changed by backward(): a backward rule "
                 "changed its saved input in place; compute a new array instead."
             )
 
@@ -518,7 +553,7 @@ def gradcheck(
     if not fast:
         numeric = numerical_grad(projected, arrays, eps, checked)
         for i in checked:
-            label = f"input {i} (shape {arrays[i].shape})"
+            label = labels[i]
             try:
                 compare_gradient(label, analytic[i], numeric[i], atol, rtol)
             except GradcheckError as error:
@@ -529,7 +564,7 @@ def gradcheck(
             check_dtype(label, analytic[i], inputs[i].data.dtype)
         return True
     for i in checked:
-        label = f"input {i} (shape {arrays[i].shape})"
+        label = labels[i]
         grad = check_gradient_shape(label, analytic[i], arrays[i].shape)
         check_dtype(label, analytic[i], inputs[i].data.dtype)
         direction = rng.normal(size=arrays[i].shape)
@@ -595,12 +630,7 @@ class _ReadOnly:
             except ValueError as error:
                 if "read-only" not in str(error):
                     raise
-                try:
-                    apply(Tensor(np.array(grad_output.data)))
-                    what = f"your rule changed grad_output in place: {IN_PLACE_HINT}"
-                except ValueError:
-                    what = "your rule changed one of its saved tensors in place: compute a new array instead"
-                raise GradcheckError(f"{name}: {what}.") from error
+                raise GradcheckError(_written_in_backward(function, apply, name, grad_output)) from error
             for g in grads if isinstance(grads, (tuple, list)) else ():
                 self.freeze(g)
             return grads
@@ -619,6 +649,32 @@ class _ReadOnly:
                 array.flags.writeable = True
             except ValueError:  # a view of an array that is itself read-only
                 pass
+
+
+def _written_in_backward(function, apply, name, grad_output):
+    """The message for a rule that wrote into a read-only array during backward(): run it again with one writeable
+    copy at a time (grad_output, then each saved tensor) to name the array it changed, with the shapes."""
+    saved = tuple(function.saved_tensors)
+    shapes = " and ".join(str(t.shape) for t in saved if isinstance(t, Tensor))
+    called = f"{name} (saved tensors of shapes {shapes}, grad_output of shape {grad_output.shape})"
+    hint = "compute a new array instead"
+    try:
+        apply(Tensor(np.array(grad_output.data)))
+        return f"{called}: your rule changed grad_output (shape {grad_output.shape}) in place: {IN_PLACE_HINT}."
+    except ValueError:
+        pass
+    for k, t in enumerate(saved):
+        if not isinstance(t, Tensor):
+            continue
+        function.saved_tensors = saved[:k] + (Tensor(np.array(t.data)),) + saved[k + 1 :]
+        try:
+            apply(grad_output)
+            return f"{called}: your rule changed its saved input {k} (shape {t.shape}) in place: {hint}."
+        except ValueError:
+            pass
+        finally:
+            function.saved_tensors = saved
+    return f"{called}: your rule changed one of its saved tensors (its output or an input) in place: {hint}."
 
 
 def _backward_read_only(output, cotangent):

@@ -240,7 +240,10 @@ def as_tuple(args):
 
 
 def transpose_axes(ndim, axes):
-    "The full permutation x.transpose(*axes) means: none reverses, two separate ints swap, anything else permutes."
+    """The full permutation x.transpose(*axes) means: none (or None, as in NumPy) reverses, two separate ints swap,
+    anything else permutes."""
+    if len(axes) == 1 and axes[0] is None:
+        return tuple(reversed(range(ndim)))
     if len(axes) == 2 and ndim >= 2 and all(isinstance(a, (int, np.integer)) for a in axes):
         if not all(-ndim <= a < ndim for a in axes):
             raise ValueError(f"transpose{tuple(axes)}: a tensor with {ndim} axes has axes {-ndim} to {ndim - 1}.")
