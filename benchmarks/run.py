@@ -336,7 +336,7 @@ def bench_grading(rows):
         release(tmp / "kit")
         make_submissions(tmp / "kit", tmp / "class")
         autograde(tmp / "class", tmp / "warm-up", workers=os.cpu_count())
-        timings, split = {}, tmp / "timings.jsonl"
+        timings, cpu, split = {}, {}, tmp / "timings.jsonl"
         for workers in sorted({1, os.cpu_count() or 1}):
             # the gradebook and reference package made once per course are reused: this times the grading itself
             shutil.copytree(
@@ -346,21 +346,23 @@ def bench_grading(rows):
             )
             if workers == 1:
                 os.environ["TINYTORCH_TIMINGS"] = str(split)
-            start = time.perf_counter()
+            start, used = time.perf_counter(), cpu_seconds()
             try:
                 autograde(tmp / "class", tmp / f"grades-{workers}", workers=workers)
             finally:
                 os.environ.pop("TINYTORCH_TIMINGS", None)
             timings[workers] = time.perf_counter() - start
+            cpu[workers] = cpu_seconds() - used
         with open(tmp / "grades-1" / "grades.csv") as table:
             notebooks = sum(1 for _ in table) - 1  # graded rows: 15_viz, given code only, is not graded
         jobs = [json.loads(line) for line in split.read_text().splitlines()]
-    tests_only = 0.0
+    tests_only, tests_cpu = 0.0, cpu_seconds()
     for path in course_notebooks().values():
         ran = subprocess.run(
             [sys.executable, "-c", TESTS_ONLY, str(path)], capture_output=True, text=True, cwd=path.parent.parent
         )
         tests_only += json.loads(ran.stdout.strip().splitlines()[-1]) if ran.returncode == 0 else 0.0
+    tests_cpu = cpu_seconds() - tests_cpu
     most = max(timings)
     per_minute = {w: notebooks / (s / 60) for w, s in timings.items()}
     rows.append(
@@ -369,6 +371,15 @@ def bench_grading(rows):
             ", ".join(f"{w} worker{'s' if w > 1 else ''} {s:.0f} s" for w, s in timings.items()),
             f"{timings[1] / timings[most]:.2f}× faster with {most}",
             " → ".join(f"{per_minute[w]:.1f}" for w in sorted(timings)) + " notebooks/min",
+            "",
+        )
+    )
+    rows.append(
+        (
+            "CPU of the whole run (grader, jobs, sandboxes), 1 worker",
+            f"{cpu[1]:.0f} s in {timings[1]:.0f} s of wall time",
+            f"{cpu[1] / notebooks:.2f} s of CPU per notebook, busy {cpu[1] / timings[1]:.0%} of the time",
+            f"at most {60 * notebooks / cpu[1]:.0f} notebooks/min per core",
             "",
         )
     )
@@ -385,12 +396,20 @@ def bench_grading(rows):
     rows.append(
         (
             "the tests alone: each instructor notebook run once, reference package, no sandbox",
-            f"{tests_only:.1f} s for {len(course_notebooks())} notebooks",
+            f"{tests_only:.1f} s for {len(course_notebooks())} notebooks ({tests_cpu:.1f} s of CPU with their Pythons)",
             f"grading costs {timings[1] / 2 / max(tests_only, 1e-9):.1f}× that per student",
             "",
             "",
         )
     )
+
+
+def cpu_seconds():
+    "CPU time of this process and of every process it (and they) started and waited for, in seconds."
+    import resource
+
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 # The table -----------------------------------------------------------------------------------------------------------

@@ -15,6 +15,26 @@ from grading.demo import solved
 from grading.notebooks import read_notebook, strip_markers, write_notebook
 
 OVERWRITE = "out = np.zeros({shape})\n        out[{index}] = grad_output.data\n        return (Tensor(out),)"
+RECURSIVE_ORDER_OLD = """    while stack:
+        tensor, expanded = stack.pop()
+        if expanded:
+            order.append(tensor)
+            continue
+        if id(tensor) in visited:
+            continue
+        visited.add(id(tensor))
+        stack.append((tensor, True))
+        for t in inputs_of(tensor):
+            if id(t) not in visited:
+                stack.append((t, False))"""
+RECURSIVE_ORDER_NEW = """    def visit(tensor):
+        if id(tensor) not in visited:
+            visited.add(id(tensor))
+            for t in inputs_of(tensor):
+                visit(t)
+            order.append(tensor)
+
+    visit(root)"""
 
 # (notebook, tests of the rule, what the mutant gets wrong, solution text, mutated text)
 MUTANTS = [
@@ -180,6 +200,13 @@ MUTANTS = [
         "grads[key] = grad",
     ),
     ("06_autograd", "accumulate", "gradients multiplied", "else grads[key] + grad", "else grads[key] * grad"),
+    (
+        "06_autograd",
+        "topological_order",
+        "recursive depth-first search (Python's recursion limit on a long chain)",
+        RECURSIVE_ORDER_OLD,
+        RECURSIVE_ORDER_NEW,
+    ),
     ("07_activations", "relu_backward", "mask >= instead of >", "(x.data > 0)", "(x.data >= 0)"),
     ("07_activations", "relu_backward", "mask inverted", "(x.data > 0)", "(x.data < 0)"),
     (
