@@ -200,13 +200,6 @@ MUTANTS = [
         "grads[key] = grad",
     ),
     ("06_autograd", "accumulate", "gradients multiplied", "else grads[key] + grad", "else grads[key] * grad"),
-    (
-        "06_autograd",
-        "topological_order",
-        "recursive depth-first search (Python's recursion limit on a long chain)",
-        RECURSIVE_ORDER_OLD,
-        RECURSIVE_ORDER_NEW,
-    ),
     ("07_activations", "relu_backward", "mask >= instead of >", "(x.data > 0)", "(x.data >= 0)"),
     ("07_activations", "relu_backward", "mask inverted", "(x.data > 0)", "(x.data < 0)"),
     (
@@ -509,6 +502,20 @@ STUDENT_BUGS = [
         "out[index] += g (repeats counted once)",
         "return (scatter_add(grad_output, self.index, x.shape),)",
         "out = np.zeros(x.shape)\n        out[self.index] += grad_output.data\n        return (Tensor(out),)",
+    ),
+    (
+        "06_autograd",
+        "topological_order",
+        "a tensor reached twice is listed twice (no visited check when popped)",
+        "        if id(tensor) in visited:\n            continue\n        visited.add(id(tensor))",
+        "        visited.add(id(tensor))",
+    ),
+    (
+        "06_autograd",
+        "topological_order",
+        "recursive depth-first search (Python's recursion limit on a long chain)",
+        RECURSIVE_ORDER_OLD,
+        RECURSIVE_ORDER_NEW,
     ),
     (
         "06_autograd",
