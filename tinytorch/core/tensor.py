@@ -250,7 +250,7 @@ def transpose_axes(ndim, axes):
         and isinstance(axes[0], (int, np.integer))
         and isinstance(axes[1], (int, np.integer))
     ):
-        if not all(-ndim <= a < ndim for a in axes):
+        if not (-ndim <= axes[0] < ndim and -ndim <= axes[1] < ndim):
             raise ValueError(f"transpose{tuple(axes)}: a tensor with {ndim} axes has axes {-ndim} to {ndim - 1}.")
         order = list(range(ndim))
         order[axes[0]], order[axes[1]] = order[axes[1]], order[axes[0]]  # torch.transpose(x, dim0, dim1)
