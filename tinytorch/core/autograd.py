@@ -227,7 +227,7 @@ def _call_rule(function, grad, create_graph):
             ):
                 break  # something to convert or to report: the checks below say what
         else:
-            return grads
+            return list(grads)  # a list, as the checks below return: a student's loop may change it
     if not isinstance(grads, (tuple, list)) or len(grads) != len(function.saved_tensors):
         raise RuntimeError(
             f"{type(function).__name__}.apply must return a tuple with one gradient per saved tensor "
