@@ -174,10 +174,10 @@ MUTANTS = [
         "05_matmul_and_reductions",
         "transpose_backward",
         "permutation not inverted",
-        "tuple(np.argsort(self.axes))",
+        "tuple(inverse)",
         "self.axes",
     ),
-    ("05_matmul_and_reductions", "transpose_backward", "all axes reversed", "tuple(np.argsort(self.axes))", "None"),
+    ("05_matmul_and_reductions", "transpose_backward", "all axes reversed", "tuple(inverse)", "None"),
     (
         "05_matmul_and_reductions",
         "index_backward",
@@ -493,7 +493,7 @@ STUDENT_BUGS = [
         "05_matmul_and_reductions",
         "transpose_backward",
         ".T whatever the axes",
-        "return (grad_output.transpose(tuple(np.argsort(self.axes))),)",
+        "return (grad_output.transpose(tuple(inverse)),)",
         "return (grad_output.T,)",
     ),
     (
@@ -1040,9 +1040,15 @@ ALTERNATIVES = [
     (
         "05_matmul_and_reductions",
         "transpose: the inverse permutation built by a loop",
-        "return (grad_output.transpose(tuple(np.argsort(self.axes))),)",
+        "inverse = sorted(range(len(self.axes)), key=self.axes.__getitem__)  # argsort in Python: no NumPy call",
         "inverse = [0] * len(self.axes)\n        for position, axis in enumerate(self.axes):\n"
-        "            inverse[axis] = position\n        return (grad_output.transpose(tuple(inverse)),)",
+        "            inverse[axis] = position",
+    ),
+    (
+        "05_matmul_and_reductions",
+        "transpose: the inverse permutation by np.argsort, as the notebook's text suggests",
+        "inverse = sorted(range(len(self.axes)), key=self.axes.__getitem__)  # argsort in Python: no NumPy call\n        return (grad_output.transpose(tuple(inverse)),)",
+        "return (grad_output.transpose(tuple(np.argsort(self.axes))),)",
     ),
     (
         "05_matmul_and_reductions",

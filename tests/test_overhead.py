@@ -1,7 +1,8 @@
 """The engine's shortcuts against per-operation overhead (issue 25, point 4) change no gradient: a leaf keeps its
 gradient without a copy only when nothing else can reach that memory, a transposed weight gets its gradient in its
 own layout with the same numbers, and the given fast paths (unbroadcast with nothing to sum, products of matrices
-without reshapes) give what the general code gives."""
+without reshapes, Tensor() of an array, _call_rule's one-pass check, the labels' one-pass range check) give what the
+general code gives, messages included."""
 
 import numpy as np
 import pytest
@@ -9,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tinytorch  # noqa: F401  (enables autograd)
+from tinytorch.core import losses
 from tinytorch.core.autograd import run_backward
 from tinytorch.core.elementwise import unbroadcast
+from tinytorch.core.function import Function, attach
 from tinytorch.core.gradcheck import check_backward
 from tinytorch.core.reductions import MatmulBackward, is_transposed
 from tinytorch.core.tensor import Tensor
@@ -83,3 +86,76 @@ def test_unbroadcast_with_nothing_to_sum_returns_the_gradient_itself():
     g = Tensor(np.ones((2, 3)))
     assert unbroadcast(g, (2, 3)) is g
     assert unbroadcast(g, (3,)).shape == (3,) and np.allclose(unbroadcast(g, (3,)).data, 2.0)
+
+
+class _Rule(Function):
+    "A backward rule whose answer a test chooses: `answer(grad_output, a, b)`."
+
+    answer = None
+
+    def apply(self, grad_output):
+        return type(self).answer(grad_output, *self.saved_tensors)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (lambda g, a, b: [g, g], None),  # a list is accepted, as before
+        (lambda g, a, b: (g.data, None), None),  # an array becomes a Tensor
+        (lambda g, a, b: (g, g.sum()), "returned a gradient of shape () for input 1 of shape (3,)"),
+        (lambda g, a, b: (g,), "one gradient per saved tensor (2)"),
+        (lambda g, a, b: g, "one gradient per saved tensor (2)"),
+    ],
+)
+def test_a_rules_answer_is_checked_and_named_as_before_the_one_pass_check(answer, words):
+    a, b = Tensor(np.ones(3), requires_grad=True), Tensor(np.ones(3), requires_grad=True)
+    rule = type("Wrong", (_Rule,), {"answer": staticmethod(answer)})
+    out = attach(Tensor(a.data * b.data), rule, a, b)
+    if words is None:
+        leaves = dict((id(leaf), g) for leaf, g in run_backward(out.sum()))
+        assert isinstance(leaves[id(a)], Tensor) and np.allclose(leaves[id(a)].data, 1.0)
+    else:
+        with pytest.raises(RuntimeError, match="Wrong") as error:
+            out.sum().backward()
+        assert words in str(error.value), str(error.value)
+
+
+def test_tensor_keeps_a_plain_array_itself_and_converts_anything_else():
+    array = np.arange(3.0)
+    assert Tensor(array).data is array
+    assert Tensor(array, dtype=np.float32).dtype == np.float32
+    masked = np.ma.masked_array([1.0, 2.0])  # an ndarray subclass: stored as a plain array, as np.asarray does
+    assert type(Tensor(masked).data) is np.ndarray
+    assert Tensor(np.arange(3), requires_grad=True).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "labels, words",
+    [([0, -1], "got values from -1 to 0"), ([0, 3], "got values from 0 to 3"), ([0.0, 2.5], "whole class indices")],
+)
+def test_cross_entropy_names_labels_out_of_range_negative_ones_included(labels, words):
+    with pytest.raises(ValueError, match="cross_entropy targets") as error:
+        losses.cross_entropy(Tensor(np.zeros((2, 3))), np.array(labels))
+    assert words in str(error.value)
+
+
+def test_cross_entropy_is_the_mean_and_keeps_its_own_copy_of_the_labels():
+    rng = np.random.default_rng(2)
+    logits, labels = rng.normal(size=(5, 4)), np.array([0, 3, 1.0, 2, 3])
+    z = Tensor(logits, requires_grad=True)
+    loss = losses.cross_entropy(z, labels)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    assert loss.item() == -np.mean(log_probs[np.arange(5), labels.astype(int)])
+    labels[:] = 0  # the caller reuses its array before backward(): the gradient is still the one of the forward
+    loss.backward()
+    expected = (np.exp(log_probs) - np.eye(4)[[0, 3, 1, 2, 3]]) / 5
+    assert np.allclose(z.grad.data, expected)
+
+
+def test_transpose_without_axes_reverses_and_two_axes_out_of_range_are_named():
+    x = Tensor(np.zeros((2, 3, 4)))
+    assert x.T.shape == (4, 3, 2) and x.transpose().shape == (4, 3, 2)
+    assert x.transpose(0, -1).shape == (4, 3, 2) and x.transpose(np.int64(1), 2).shape == (2, 4, 3)
+    with pytest.raises(ValueError, match=r"a tensor with 3 axes has axes -3 to 2"):
+        x.transpose(0, 3)

@@ -34,9 +34,10 @@ class Function:
     def release(self):
         "Drop the saved tensors (and any saved output) so the graph's memory can be freed."
         self.saved_tensors = None
-        for name, value in list(vars(self).items()):
-            if isinstance(value, Tensor):
-                setattr(self, name, None)
+        if len(vars(self)) > 1:  # something besides saved_tensors (an output, a mask): drop the tensors among it
+            for name, value in list(vars(self).items()):
+                if isinstance(value, Tensor):
+                    setattr(self, name, None)
 
     def __repr__(self):
         return f"<{type(self).__name__}>"

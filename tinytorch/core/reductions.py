@@ -14,7 +14,7 @@ from .tensor import Tensor
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-026
 def swap_last(t):
     "Transpose the last two axes of a tensor with at least two."
-    return t.swapaxes(-1, -2)
+    return t.transpose(-1, -2)  # torch.transpose's form: no list of axes to build and convert
 
 
 def is_transposed(t):
@@ -143,7 +143,8 @@ class TransposeBackward(Function):
 
     def apply(self, grad_output):
         ### BEGIN SOLUTION
-        return (grad_output.transpose(tuple(np.argsort(self.axes))),)
+        inverse = sorted(range(len(self.axes)), key=self.axes.__getitem__)  # argsort in Python: no NumPy call
+        return (grad_output.transpose(tuple(inverse)),)
         ### END SOLUTION
 
 # %% ../../notebooks/05_matmul_and_reductions.ipynb #c05-021

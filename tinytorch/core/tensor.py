@@ -82,7 +82,8 @@ class Tensor:
     # Elementwise arithmetic, with broadcasting
     def _binary(self, other, numpy_op, symbol):
         "Every elementwise operator comes here; elementwise() (Exercise 1) does the work."
-        return elementwise(self, Tensor._lift(other, self), numpy_op, symbol)
+        other = other if isinstance(other, Tensor) else Tensor._lift(other, self)  # no call for a Tensor operand
+        return elementwise(self, other, numpy_op, symbol)
 
     def __add__(self, other):
         return self._binary(other, np.add, "+")
@@ -242,10 +243,15 @@ def as_tuple(args):
 def transpose_axes(ndim, axes):
     """The full permutation x.transpose(*axes) means: none (or None, as in NumPy) reverses, two separate ints swap,
     anything else permutes."""
-    if len(axes) == 1 and axes[0] is None:
-        return tuple(reversed(range(ndim)))
-    if len(axes) == 2 and ndim >= 2 and all(isinstance(a, (int, np.integer)) for a in axes):
-        if not all(-ndim <= a < ndim for a in axes):
+    if not axes or (len(axes) == 1 and axes[0] is None):
+        return tuple(range(ndim - 1, -1, -1))  # x.T, the most common transpose: no further tests
+    if (
+        len(axes) == 2
+        and ndim >= 2
+        and isinstance(axes[0], (int, np.integer))
+        and isinstance(axes[1], (int, np.integer))
+    ):
+        if not (-ndim <= axes[0] < ndim and -ndim <= axes[1] < ndim):
             raise ValueError(f"transpose{tuple(axes)}: a tensor with {ndim} axes has axes {-ndim} to {ndim - 1}.")
         order = list(range(ndim))
         order[axes[0]], order[axes[1]] = order[axes[1]], order[axes[0]]  # torch.transpose(x, dim0, dim1)
