@@ -338,11 +338,18 @@ def bench_grading(rows):
         autograde(tmp / "class", tmp / "warm-up", workers=os.cpu_count())
         timings, cpu, split = {}, {}, tmp / "timings.jsonl"
         for workers in sorted({1, os.cpu_count() or 1}):
-            # the gradebook and reference package made once per course are reused: this times the grading itself
+            # what is made once per course is reused: the gradebook, the reference package, the rendered cells of
+            # the pages (.grading) and the formgrader course of the written answers (marking/, without the graded
+            # submissions): this times the grading itself
             shutil.copytree(
                 tmp / "warm-up" / ".grading",
                 tmp / f"grades-{workers}" / ".grading",
                 ignore=shutil.ignore_patterns("jobs"),
+            )
+            shutil.copytree(
+                tmp / "warm-up" / "marking",
+                tmp / f"grades-{workers}" / "marking",
+                ignore=shutil.ignore_patterns("autograded"),
             )
             if workers == 1:
                 os.environ["TINYTORCH_TIMINGS"] = str(split)

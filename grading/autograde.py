@@ -7,16 +7,19 @@ every submission whose result is still valid: same submission, same instructor n
 of a notebook changed (a hidden test was fixed), only those tests' scores are replaced.
 """
 
+import compileall
 import contextlib
 import functools
 import hashlib
 import io
 import json
 import os
+import py_compile
 import shutil
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,6 +177,12 @@ def prepare(notebooks, state):
     # the reference modules of the notebooks before its own on top (grading.job.build_package).
     released = {stem: state / "master" / "release" / stem / f"{stem}.ipynb" for stem in notebooks}
     export_notebooks(released, state / "released")
+    for folder in ("reference", "released"):
+        # Byte-compiled once here, not in every sandbox: a job copies these beside the sources, and a checked-hash
+        # .pyc is used only while its source is unchanged (the student's own module is always compiled afresh).
+        compileall.compile_dir(
+            state / folder / "tinytorch", quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH
+        )
     write_atomic(state / "prepared", stamp)
 
 
@@ -571,8 +580,14 @@ def _autograde(run, found, problems, workers, progress, log):
     answers = {stem: manual_answers(nb) for stem, nb in instructor.items()}
     marked = marking.read_marks(out, log)  # the marks made in formgrader since the last run
 
-    def publish():
+    published = [0.0]
+
+    def publish(every=0.0):
+        "Write the table and the gradebook from every result so far; not again within `every` seconds."
         with results_lock:
+            if time.monotonic() - published[0] < every:
+                return None
+            published[0] = time.monotonic()
             results = [done[k] for k in sorted(done)]
             rows = apply_late(rows_of(results, problems, answers, marked), late)
             write_gradebook(results, problems, out / "gradebook.json", answers, late, marked)
@@ -611,7 +626,7 @@ def _autograde(run, found, problems, workers, progress, log):
                 write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
                 with results_lock:
                     done[(student, assignment)] = result
-                publish()
+                publish(every=PUBLISH_EVERY)  # rewriting the whole gradebook after every job would grow as n²
 
             runner.map(grade, todo, progress)
         except KeyboardInterrupt:
@@ -631,6 +646,9 @@ def _autograde(run, found, problems, workers, progress, log):
     if any(answers.values()) and found:
         marking.update(out, state, run.notebooks, instructor, found, done, log)
     return rows
+
+
+PUBLISH_EVERY = 2.0  # seconds: how current grades.csv and gradebook.json are kept while a run goes on
 
 
 def make_runner(run, workers, log):

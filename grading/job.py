@@ -16,6 +16,7 @@ outlives its time limit. What it does, in a fresh folder of its own (mode 0700; 
 
 import copy
 import hashlib
+import importlib.util
 import json
 import os
 import secrets
@@ -110,6 +111,9 @@ def build_package(spec, nb, target):
     for name in spec.earlier_modules:
         module = Path(*name.split(".")).with_suffix(".py")
         shutil.copyfile(reference / module, target / module)
+        compiled = importlib.util.cache_from_source(str(module))  # made once per course (autograde.prepare)
+        if (reference / compiled).exists():
+            shutil.copyfile(reference / compiled, target / compiled)
     shutil.copyfile(reference / "settings.ini", target / "settings.ini")
     (target / spec.module_file).unlink(missing_ok=True)
     write_notebook(nb, target / "nbs" / f"{spec.assignment}.ipynb")
