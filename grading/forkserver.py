@@ -159,6 +159,7 @@ def run_child(request, server, server_fds):
 
 
 def kill_group(pid):
+    "Kill the job `pid` and its process group (its sandboxes); the job alone if it has no group yet."
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -206,7 +206,8 @@ def render(nb, title, banner, cache=None):
     own HTML: the verdict) above them. `cache` (a PageCache) has the HTML of cells rendered for an earlier page: most
     of a page is the release's own text, the same for every student, and rendering it is most of a page's cost."""
     begin, end, between = (f"<!--{secrets.token_hex(16)}-->" for _ in range(3))  # nothing in the notebook holds them
-    shown = [cache.get(cell) if cache is not None else None for cell in nb.cells]
+    keys = [cache.key(cell) if cache is not None else None for cell in nb.cells]
+    shown = [cache.get(key) if key else None for key in keys]
     todo = nbformat.v4.new_notebook(cells=[c for c, html in zip(nb.cells, shown) if html is None])
     todo.metadata = nb.metadata
     resources = {
@@ -218,11 +219,11 @@ def render(nb, title, banner, cache=None):
     cells, tail = rest.split(end)
     before, *made = cells.split(between)
     made = iter(made)
-    for i, cell in enumerate(nb.cells):
+    for i in range(len(nb.cells)):
         if shown[i] is None:
             shown[i] = sanitise(next(made))
-            if cache is not None:
-                cache.put(cell, shown[i])
+            if keys[i]:
+                cache.put(keys[i], shown[i])
     return head + banner + sanitise(before) + "".join(shown) + tail
 
 
@@ -236,25 +237,23 @@ class PageCache:
         self.folder, self.shared = Path(folder), shared
 
     def key(self, cell):
+        "The name of `cell`'s file, or None for a cell that is not kept."
         if cell.get("outputs") or (cell.get("cell_type"), cell.get("source")) not in self.shared:
             return None
         kept = {name: value for name, value in cell.items() if name != "id"}  # nbformat gives each cell a random id
         return hashlib.sha256((renderer_version() + json.dumps(kept, sort_keys=True)).encode()).hexdigest()
 
-    def get(self, cell):
-        key = self.key(cell)
+    def get(self, key):
         try:
-            return (self.folder / key).read_text() if key else None
+            return (self.folder / key).read_text()
         except OSError:
             return None
 
-    def put(self, cell, html):
+    def put(self, key, html):
         from .notebooks import write_atomic
 
-        key = self.key(cell)
-        if key:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.folder / key, html)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.folder / key, html)
 
 
 def shared_cells(released):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .clock import Budget
 from .defaults import GRADER_MEMORY_MB
-from .forkserver import ForkServer, ForkServerGone
+from .forkserver import ForkServer, ForkServerGone, kill_group
 from .notebooks import REPO
 
 # A job is `python -m grading.job SPEC`, but for one module: jsonschema (under nbformat) imports rfc3987_syntax where
@@ -159,13 +159,7 @@ def wait(process, budget, stopping):
 
 
 def kill(process):
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:  # a job forked a moment ago may not lead its own process group yet
-            os.kill(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    kill_group(process.pid)
     process.wait()
 
 

@@ -22,11 +22,13 @@ from grading.page import (
     MATHJAX_FOLDER,
     MATHJAX_URL,
     NOT_RUN,
+    PageCache,
     install_mathjax,
     plain_notebook,
     ran_notebook,
     render,
     sanitise,
+    shared_cells,
 )
 
 ATTACKS = (
@@ -240,6 +242,16 @@ def test_plain_notebook_keeps_only_what_a_page_shows():
 def test_plain_notebook_refuses_what_is_not_a_notebook(data):
     with pytest.raises(GradingError, match="the notebook run returned"):
         plain_notebook(data)
+
+
+def test_the_page_cache_keeps_only_the_releases_cells_and_changes_no_page(tmp_path):
+    nb = plain_notebook(json.loads(nbformat.writes(attacked_notebook())))
+    release = nbformat.v4.new_notebook(cells=[nb.cells[0]])  # the student wrote the second markdown cell
+    cache = PageCache(tmp_path / "cache", shared_cells(release))
+    without_ids = lambda page: re.sub(r'id="cell-id=[^"]*"', "", page)  # noqa: E731 - nbformat's random cell ids
+    pages = [without_ids(render(nb, "13_embedding", BANNER, c)) for c in (None, cache, cache)]
+    assert pages[0] == pages[1] == pages[2], "a page made from kept cells is the page made without them"
+    assert len(list((tmp_path / "cache").iterdir())) == 1, "only the release's cell is kept, not the student's"
 
 
 def test_sanitise_keeps_links_to_the_web_and_to_the_page():
