@@ -3,7 +3,8 @@
 Dask (`dask.distributed`) is a well-kept library for exactly this: a scheduler that hands tasks to workers on other
 machines, watches them, and gives the task of a worker that died to another one. Here one task is one submission, and
 the task does on the worker what the local runner does here (grading.runner.Runner.run): it starts the grading job
-(grading.job) in a process of its own, whose student code runs in its own sandbox, and reads back what the job wrote.
+(grading.job) in a process of its own (a fork of the worker's fork server, grading.forkserver, as locally), whose
+student code runs in its own sandbox, and reads back what the job wrote.
 So the Dask worker's process gets only plain data from the job (the result as JSON, the feedback page and the kept
 notebook as text), and gives back only that: this process writes the results, the table, the gradebook and the pages
 with the same code as a local run (grading.autograde).
@@ -32,9 +33,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from .errors import GradingError
+from .forkserver import ForkServer
 from .job import Spec
 from .notebooks import REPO, write_atomic
-from .runner import Interrupted, Runner, not_graded
+from .runner import Interrupted, Runner, job_env, not_graded
 from .sandbox import problem
 
 INSTALL = 'pip install "dask[distributed]"'
@@ -201,13 +203,23 @@ def grade_task(task, course):
         (folder / "scratch").mkdir()
         Path(spec.submitted).write_bytes(task["submitted"])
         Path(spec.instructor).write_bytes(task["instructor"])
-        result, failure = Runner(1, task["timeout"], warm=False).run(spec, folder / "spec.json")
+        runner = Runner(1, task["timeout"], warm=False)
+        runner.forkserver = worker_forkserver()
+        result, failure = runner.run(spec, folder / "spec.json")
         return {
             "result": result,
             "failure": failure,
             "feedback": read_text(spec.feedback),
             "page": read_text(spec.page) if spec.page else None,
         }
+
+
+@functools.cache
+def worker_forkserver():
+    """This Dask worker's fork server (grading.forkserver), started by its first task and kept for the next ones: a job
+    is a fork of a Python that has the grader imported, as in a local run. It holds no course and no submission, and
+    it ends with the Dask worker (its jobs with it)."""
+    return ForkServer(job_env(), REPO)
 
 
 def worker_spec(task, folder):

@@ -180,6 +180,31 @@ def test_a_dask_cluster_grades_the_class_as_the_local_runner_does(small_class, d
     assert len(table(root / "grades-dask")) == 5
     page = root / "grades-dask" / "feedback" / "alice" / f"{ELEMENTWISE}.html"
     assert "mul_backward" in page.read_text()
+    servers = [pid for worker in dask_cluster.workers for pid in descendants(worker.pid) if is_forkserver(pid)]
+    assert servers, "the Dask workers started their jobs without a fork server (grading.forkserver)"
+
+
+def descendants(pid):
+    "The processes below `pid` (children, grandchildren, ...), from /proc."
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def is_forkserver(pid):
+    try:
+        return b"grading.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 @pytest.mark.slow
