@@ -1,6 +1,7 @@
 """Grading on a Dask cluster (grading.cluster): a real `dask scheduler` and two `dask worker` processes on loopback
 grade a small class (alice solved, bob the untouched release, mallory a hostile 04) into the same grades.csv and
-gradebook.json as the local runner, also when a worker is killed in the middle of the run."""
+gradebook.json as the local runner, also when a worker is killed in the middle of the run; then the whole demo class
+and the red team's class, each graded on the cluster and locally at the same time, with a worker killed in each."""
 
 import csv
 import json
@@ -260,6 +261,69 @@ def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_clas
     assert killed, "no worker was grading when the first result came in"
     assert table(out) == table(root / "grades-local")
     assert gradebook(out) == gradebook(root / "grades-local")
+
+
+def autograde_process(submissions, out, *mode, root):
+    "`autograde` started in the background, as an instructor starts it."
+    command = [sys.executable, "-m", "grading", "autograde", str(submissions), "--out", str(out), *mode, *secret(root)]
+    return subprocess.Popen(
+        command, cwd=REPO, env=dask_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def scores(out):
+    return {(r["student"], r["assignment"]): (r["score"], r["max_score"]) for r in table(out)}
+
+
+@pytest.mark.slow
+def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_each(kit, tmp_path):
+    """The whole demo class (30 notebooks) and the red team's 42 submissions, each graded on the cluster while the same
+    class is graded locally at the same time; in each cluster run a busy worker is killed (and a new one joins)."""
+    from grading.autograde import Row
+    from grading.classroom import compare
+    from grading.classroom import make_class as make_red_team
+    from grading.demo import make_submissions
+
+    make_submissions(kit, tmp_path / "demo")
+    expected = make_red_team(kit, tmp_path / "red-team", grades=tmp_path / "red-team-dask")
+    cluster = Cluster(tmp_path / "dask")
+    try:
+        for name in ["demo", "red-team"]:
+            local = autograde_process(tmp_path / name, tmp_path / f"{name}-local", "--workers", "1", root=tmp_path)
+            dask = autograde_process(
+                tmp_path / name, tmp_path / f"{name}-dask", "--cluster", cluster.address, root=tmp_path
+            )
+            deadline = time.time() + 900
+            while not list((tmp_path / f"{name}-dask" / "results").glob("*/*.json")) and time.time() < deadline:
+                if dask.poll() is not None:
+                    break
+                time.sleep(0.2)
+            killed = cluster.kill_a_busy_worker()
+            cluster.workers.append(cluster.start(cluster.worker_args(len(cluster.workers)), f"worker-{name}"))
+            (_, local_err), (_, dask_err) = local.communicate(timeout=1800), dask.communicate(timeout=1800)
+            assert killed, f"{name}: no worker was grading when the first result came in"
+            assert local.returncode == dask.returncode, (local_err[-2000:], dask_err[-2000:])
+            assert dask.returncode in (0, 1), dask_err[-3000:]  # 1: the red team has rows that are not graded
+            if name == "demo":
+                assert dask.returncode == 0, dask_err[-3000:]
+                assert table(tmp_path / "demo-dask") == table(tmp_path / "demo-local")
+                assert gradebook(tmp_path / "demo-dask") == gradebook(tmp_path / "demo-local")
+            else:  # a note may name its own run's folder or time: the scores must be the same, and as expected
+                assert scores(tmp_path / "red-team-dask") == scores(tmp_path / "red-team-local")
+                rows = [
+                    Row(
+                        r["student"],
+                        r["assignment"],
+                        r["notebook"],
+                        float(r["score"] or 0),
+                        float(r["max_score"]),
+                        r["note"],
+                    )
+                    for r in table(tmp_path / "red-team-dask")
+                ]
+                assert not compare(rows, expected), compare(rows, expected)
+    finally:
+        cluster.close()
 
 
 @pytest.mark.slow
