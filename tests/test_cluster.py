@@ -327,6 +327,77 @@ def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_
 
 
 @pytest.mark.slow
+def test_a_scheduler_lost_mid_run_keeps_what_was_graded_and_the_next_run_grades_the_rest(small_class, tmp_path):
+    root = small_class["root"]
+    out = tmp_path / "grades"
+    cluster = Cluster(tmp_path / "dask")
+    try:
+        run = autograde_process(root / "submissions", out, "--cluster", cluster.address, root=root)
+        deadline = time.time() + 900
+        while not list((out / "results").glob("*/*.json")) and time.time() < deadline and run.poll() is None:
+            time.sleep(0.1)
+        cluster.kill(cluster.scheduler)
+        _, stderr = run.communicate(timeout=900)
+    finally:
+        cluster.close()
+    assert run.returncode == 1, stderr[-3000:]  # not every row graded, through no fault of the students
+    rows = table(out)
+    lost = [r for r in rows if "connection to the Dask scheduler" in r["note"]]
+    assert lost and all(r["score"] == "" and "not graded" in r["note"] for r in lost), rows
+    assert "connection to the Dask scheduler" in stderr
+    graded = [r for r in rows if r not in lost]
+    assert graded and all(r in table(root / "grades-local") for r in graded)
+    again = Cluster(tmp_path / "dask-again")
+    try:
+        rerun = run_cli("autograde", root / "submissions", "--out", out, "--cluster", again.address, *secret(root))
+    finally:
+        again.close()
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert table(out) == table(root / "grades-local")
+
+
+def processes_below_fork_servers(cluster):
+    "{pid: command line} of the grading jobs (and their sandboxes) the workers' fork servers are running now."
+    servers = [pid for worker in cluster.workers for pid in descendants(worker.pid) if is_forkserver(pid)]
+    found = {}
+    for pid in (p for server in servers for p in descendants(server)):
+        try:
+            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.slow
+def test_a_stopped_run_stops_the_jobs_running_on_the_workers(kit, tmp_path):
+    "Ctrl-C at the client: a task already running kills its job and sandbox, instead of grading on for nobody."
+    sleepy = solved_submission(kit, ELEMENTWISE, only(set(), "import time\ntime.sleep(300)"))
+    write_notebook(sleepy, tmp_path / "submissions" / "sam" / ELEMENTWISE / f"{ELEMENTWISE}.ipynb")
+    cluster = Cluster(tmp_path / "dask")
+    try:
+        run = autograde_process(
+            tmp_path / "submissions", tmp_path / "grades", "--cluster", cluster.address, root=tmp_path
+        )
+        deadline = time.time() + 600
+        while time.time() < deadline and run.poll() is None:
+            if any("bwrap" in command for command in processes_below_fork_servers(cluster).values()):
+                break
+            time.sleep(0.2)
+        assert run.poll() is None, run.communicate()[1][-3000:]
+        assert processes_below_fork_servers(cluster), "no job was running on a worker"
+        time.sleep(1)
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=120)
+        stopped = time.time()
+        while processes_below_fork_servers(cluster) and time.time() < stopped + 20:
+            time.sleep(0.2)
+        assert not processes_below_fork_servers(cluster), processes_below_fork_servers(cluster)
+        assert all(worker.poll() is None for worker in cluster.workers), "a worker died"
+    finally:
+        cluster.close()
+
+
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_named_and_the_table_is_left_as_it_was(small_class, tmp_path):
     root = small_class["root"]
     out = tmp_path / "grades"
