@@ -8,7 +8,7 @@ import pytest
 
 from conftest import REPO
 from grading.notebooks import read_notebook
-from tinytorch.core import activations, elementwise, losses, reductions
+from tinytorch.core import activations, conv, elementwise, losses, reductions
 from tinytorch.core.tensor import Tensor
 
 EXERCISES = ["AddBackward", "SubBackward", "MulBackward", "DivBackward", "NegBackward", "PowBackward", "ExpBackward"]
@@ -22,6 +22,11 @@ ACTIVATIONS = ["ReLUBackward", "SigmoidBackward", "TanhBackward", "SoftmaxBackwa
 
 def text_of(cell_id, notebook="04_elementwise"):
     return next(c.source for c in read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells if c.id == cell_id)
+
+
+def test_the_conv_docstring_says_what_the_rule_returns_not_how():
+    doc = conv.Conv2dBackward.__doc__
+    assert all(s not in doc for s in ["@", "rows", "col2im", "sum", "Σ", "transpose", "g_"]), doc
 
 
 @pytest.mark.parametrize(
@@ -152,6 +157,20 @@ STATED = {
         "softmax minus one-hot",
         "softmax - one_hot",
         "-1/(pN)",
+    ],
+    # 12: the 2-D backward through im2col (the 1-D sums are derived in the text)
+    "12_conv": [
+        "g_rows.T",
+        "rows.T",
+        "g_rows @",
+        "@ rows",
+        "w_flat.T @",
+        "G^\\top",
+        "axis=(0, 2, 3)",
+        "sum(axis=0)",
+        "transpose(0, 2, 3, 1)",
+        "moveaxis(g",
+        "col2im(g_rows",
     ],
 }
 
