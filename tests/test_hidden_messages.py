@@ -97,7 +97,7 @@ NAMED_FAILURES = [
     (
         "10_optimizers",
         "velocity rebound locally, never kept (plain gradient descent)",
-        "sgd_hidden",
+        "sgd_momentum_hidden",
         ["momentum=", "a of shape (3,)", "expected", "got", "self.velocity[i]"],
     ),
     (
@@ -109,10 +109,10 @@ NAMED_FAILURES = [
     (
         "10_optimizers",
         "one step count shared by all parameters",
-        "adam_hidden",
+        "adam_skip_hidden",
         ["Adam(lr=0.05)", "of shape (2, 3)", "got", "step count"],
     ),
-    ("10_optimizers", "epsilon inside the square root", "adam_hidden", ["eps=", "got", "sqrt(u_hat) + eps"]),
+    ("10_optimizers", "epsilon inside the square root", "adam_eps_hidden", ["eps=", "got", "sqrt(u_hat) + eps"]),
     (
         "12_conv",
         "every tied maximum gets the gradient",

@@ -1198,6 +1198,9 @@ ONLY_OWN_TESTS = [("11_training", "argmax over the wrong axis (axis 0, the batch
 # A rule graded in pieces (its hidden tests named <rule>_<piece>_hidden): a mutant that gets one piece wrong must keep
 # the points of the other pieces, so partial work earns partial credit.
 KEEPS_POINTS = [
+    ("10_optimizers", "velocity rebound locally, never kept (plain gradient descent)", ["sgd_hidden"]),
+    ("10_optimizers", "velocity dampened by 1 - momentum", ["sgd_hidden"]),
+    ("10_optimizers", "one step count shared by all parameters", ["adam_hidden", "adam_eps_hidden"]),
     ("12_conv", "bias gradient averaged", ["conv2d_backward_input_hidden", "conv2d_backward_weight_hidden"]),
     (
         "12_conv",
