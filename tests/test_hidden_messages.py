@@ -97,7 +97,7 @@ NAMED_FAILURES = [
     (
         "10_optimizers",
         "velocity rebound locally, never kept (plain gradient descent)",
-        "sgd_hidden",
+        "sgd_momentum_hidden",
         ["momentum=", "a of shape (3,)", "expected", "got", "self.velocity[i]"],
     ),
     (
@@ -109,15 +109,39 @@ NAMED_FAILURES = [
     (
         "10_optimizers",
         "one step count shared by all parameters",
-        "adam_hidden",
+        "adam_skip_hidden",
         ["Adam(lr=0.05)", "of shape (2, 3)", "got", "step count"],
     ),
-    ("10_optimizers", "epsilon inside the square root", "adam_hidden", ["eps=", "got", "sqrt(u_hat) + eps"]),
+    ("10_optimizers", "epsilon inside the square root", "adam_eps_hidden", ["eps=", "got", "sqrt(u_hat) + eps"]),
     (
         "12_conv",
         "every tied maximum gets the gradient",
         "maxpool2d_backward_hidden",
         ["kernel_size=2, on a (1, 1, 2, 2) input of zeros", "got [1.0, 1.0, 1.0, 1.0]"],
+    ),
+    (
+        "12_conv",
+        "kernel flipped for grad_x",
+        "conv2d_backward_input_hidden",
+        ["Conv2dBackward on x of shape", "stride=", "expected", "got", "Likely cause: the kernel was flipped"],
+    ),
+    (
+        "12_conv",
+        "bias gradient averaged",
+        "conv2d_backward_bias_hidden",
+        ["b of shape", "padding=", "the gradient of the bias b is wrong", "expected", "got", "is a mean"],
+    ),
+    (
+        "12_conv",
+        "weight's gradient not reshaped (rows of C·kh·kw, the wrong shape)",
+        "conv2d_backward_weight_hidden",
+        ["w of shape", "the gradient of the kernels w has shape", "expected (", "reshaped to w.shape"],
+    ),
+    (
+        "12_conv",
+        "im2col at the convolution's stride, g not dilated",
+        "conv2d_backward_input_hidden",
+        ["stride=2", "the gradient of the input x is wrong", "im2col runs at stride 1 and g is dilated"],
     ),
     ("13_embedding", "the lookup's use only", "tied_gradient", ["expected [[2], [-2], [-2]], got [[0.0], [-2.0]"]),
     (
