@@ -7,9 +7,9 @@ from grading import wire
 from grading.verdict import exception_of, run_cell
 
 
-def raising(message):
+def raising(message, kind="ValueError"):
     def function():
-        raise exception_of({"type": "ValueError", "message": message})
+        raise exception_of({"type": kind, "message": message})
 
     return function
 
@@ -20,6 +20,21 @@ def test_a_student_error_in_a_hidden_test_is_shown_without_its_numbers():
     passed, message = run_cell(cell, namespace, 10, hidden=True)
     assert not passed and message.startswith("ValueError: inputs were [[#, #], [#, #]]")
     assert "0.123" not in message and "hidden test" in message
+
+
+def test_a_recursion_error_in_a_hidden_test_names_its_likely_cause():
+    "A recursive topological order passes the small visible tests and fails the hidden deep chain: say why."
+    namespace = {
+        "walk": lambda: exception_of({"type": "RecursionError", "message": "maximum recursion depth exceeded"})
+    }
+    namespace["order"] = lambda: (_ for _ in ()).throw(namespace["walk"]())
+    cell = {"id": "order_hidden", "source": "### BEGIN HIDDEN TESTS\norder()\n### END HIDDEN TESTS"}
+    passed, message = run_cell(cell, namespace, 10, hidden=True)
+    assert not passed and message.startswith("RecursionError: maximum recursion depth exceeded")
+    assert "explicit stack" in message
+    other = {"rule": raising("the shapes differ")}
+    _, plain = run_cell({"id": "h", "source": "rule()"}, other, 10, hidden=True)
+    assert "explicit stack" not in plain
 
 
 def test_the_same_error_in_a_visible_test_and_the_tests_own_messages_stay_whole():
