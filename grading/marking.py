@@ -13,6 +13,8 @@ by the grader from trusted parts only, so nothing the student ran writes it:
 The instructor runs `jupyter lab` in OUT/marking and marks the answers in Nbgrader > Formgrader > Manual Grading;
 the marks stay in OUT/marking/gradebook.db, which later autograde runs update but never reset. read_marks gives them
 to grades.csv, gradebook.json and export-grades. A test's score edited in formgrader is cleared: the verdict's stands.
+A graded cell added or removed after submissions were recorded (a test split in two), which nbgrader refuses, records
+that assignment's submissions again, with the marks and comments of their answers kept (record_again).
 """
 
 import json
@@ -63,7 +65,12 @@ def prepare_assignments(root, notebooks, stamps_path, log):
         stamp = file_fingerprint(path)
         if stamps.get(stem) != stamp:
             try:
-                Course(root).add_assignments({stem: path})
+                try:
+                    Course(root).add_assignments({stem: path})
+                except GradingError as error:
+                    if CELLS_CHANGED not in str(error):
+                        raise
+                    record_again(root, stem, path, log)
             except GradingError as error:
                 log(f"marking course: {stem} could not be updated ({error}); its answers are not in {root}")
                 continue
@@ -71,6 +78,66 @@ def prepare_assignments(root, notebooks, stamps_path, log):
             write_atomic(stamps_path, json.dumps(stamps, indent=1))
         ready.append(stem)
     return ready
+
+
+CELLS_CHANGED = "Cannot add or remove cells"  # nbgrader, when a graded cell is added or removed after submissions
+KEPT_MARKS = "kept-marks.json"  # in OUT/marking: the marks of an assignment being recorded again, until restored
+
+
+def record_again(root, stem, path, log):
+    """The instructor added or removed a graded cell of `stem` after its submissions were recorded, which nbgrader
+    refuses. Keep the marks and comments of its written answers in OUT/marking/kept-marks.json (written before anything
+    is removed), remove its submissions from the gradebook, and add the assignment again: `update` records each
+    submission again and puts its kept marks back (restore_marks)."""
+    kept_path = root / KEPT_MARKS
+    kept = json.loads(kept_path.read_text()) if kept_path.exists() else {}
+    with gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        submissions = gb.find_assignment(stem).submissions
+        for submission in submissions:
+            entry = kept.setdefault(stem, {}).setdefault(submission.student_id, {"marks": {}, "comments": {}})
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    if grade.cell_type == "markdown" and grade.manual_score is not None:
+                        entry["marks"][grade.name] = [grade.manual_score, grade.extra_credit]
+                for comment in notebook.comments:
+                    if comment.manual_comment:
+                        entry["comments"][comment.name] = comment.manual_comment
+        write_atomic(kept_path, json.dumps(kept, indent=1))
+        for student in [submission.student_id for submission in submissions]:
+            gb.remove_submission(stem, student)
+    Course(root).add_assignments({stem: path})
+    log(
+        f"marking course: {stem}'s graded cells changed, so its {len(submissions)} submission(s) were recorded again "
+        "in formgrader; the marks and comments of the written answers are kept"
+    )
+
+
+def restore_marks(gb, root, student, assignment, answers, log):
+    "Put back the marks kept for this submission by record_again (if any), then forget them."
+    from nbgrader.api import MissingEntry
+
+    kept_path = root / KEPT_MARKS
+    if not kept_path.exists():
+        return
+    kept = json.loads(kept_path.read_text())
+    entry = kept.get(assignment, {}).pop(student, None)
+    if entry is None:
+        return
+    for name, (score, extra) in entry["marks"].items():
+        if name not in answers:
+            log(f"marking course: {student}/{assignment}: answer {name} was removed; its mark {score:g} is dropped")
+            continue
+        grade = gb.find_grade(name, assignment, assignment, student)
+        grade.manual_score, grade.extra_credit, grade.needs_manual_grade = score, extra, False
+    for name, text in entry["comments"].items():
+        try:
+            gb.find_comment(name, assignment, assignment, student).manual_comment = text
+        except MissingEntry:
+            log(f"marking course: {student}/{assignment}: the comment on {name} has no cell left; dropped: {text!r}")
+    gb.db.commit()
+    if not kept.get(assignment):
+        kept.pop(assignment, None)
+    write_atomic(kept_path, json.dumps(kept, indent=1))
 
 
 def revert_test_edit(grade, student, assignment, log):
@@ -134,6 +201,7 @@ def update(out, state, notebooks, instructor, found, results, log=None):
             write_notebook(nb, root / "autograded" / student / assignment / f"{assignment}.ipynb")
             try:
                 record(gb, student, assignment, result, answers[assignment], log)
+                restore_marks(gb, root, student, assignment, answers[assignment], log)
             except MissingEntry as error:
                 gb.db.rollback()
                 log(f"marking course: {student}/{assignment} not recorded ({error}); its answers cannot be marked")

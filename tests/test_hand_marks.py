@@ -227,3 +227,47 @@ def test_an_export_reads_the_marks_made_since_autograde(marked):
     assert "not all marked" not in warnings and not (root / "canvas-2.notes.csv").read_text().count("not marked")
     assert f"carol/{ASSIGNMENT}: test tensor_elementwise was given 0.5 in formgrader, ignored: {EDITED}" in warnings
     assert grade_of(db, "carol", "tensor_elementwise") == (None, 2.0)
+
+
+@pytest.mark.slow
+def test_a_test_added_after_marking_keeps_every_mark_and_is_graded(marked, tmp_path):
+    """The instructor splits a test in two after the answers were marked: nbgrader refuses to add a graded cell to an
+    assignment with submissions, so the marking course records them again, and no mark is lost."""
+    import copy
+
+    root = marked[0]
+    for name in ["subs", "nbs", "grades"]:
+        shutil.copytree(root / name, tmp_path / name)
+    path = tmp_path / "nbs" / f"{ASSIGNMENT}.ipynb"
+    nb = read_notebook(path)
+    at, test = next(
+        (i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+    )
+    added = copy.deepcopy(test)
+    added.id = "c01-added-test"
+    added.metadata["nbgrader"]["grade_id"] = "added_test"
+    added.metadata["nbgrader"]["points"] = 1
+    added.source = "# test: added_test (1 point)\nassert True, 'a check the instructor added after marking'"
+    nb.cells.insert(at + 1, added)
+    write_notebook(nb, path)
+    from grading.marking import read_marks
+
+    with open(tmp_path / "grades" / "grades.csv") as f:
+        before = {r["student"]: r for r in csv.DictReader(f)}
+    marks_before = read_marks(tmp_path / "grades")
+    command = ["autograde", tmp_path / "subs", "--out", tmp_path / "grades", "--notebooks", tmp_path / "nbs"]
+    command += [str(a) for a in marked[1][6:]]  # the due date and late penalty of the first runs
+    result = run_cli(*command)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "could not be updated" not in result.stdout + result.stderr, result.stdout + result.stderr
+    assert "submission(s) were recorded again" in result.stdout + result.stderr
+    assert not (tmp_path / "grades" / "marking" / "kept-marks.json").read_text().strip("{}\n ")  # all restored
+    with open(tmp_path / "grades" / "grades.csv") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    for student, row in rows.items():  # one more point of tests for everyone (it calls no exercise)
+        assert (float(row["score"]), row["max_score"]) == (float(before[student]["score"]) + 1, "14"), (student, row)
+    assert read_marks(tmp_path / "grades") == marks_before and len(marks_before) == 3  # every mark, as it was
+    assert rows["alice"]["manual_score"] == "2.5"
+    db = tmp_path / "grades" / "marking" / "gradebook.db"
+    assert grade_of(db, "alice", ANSWERS[1]) == (0.5, 0.5)
+    assert grade_of(db, "alice", "added_test") == (None, 1.0)
