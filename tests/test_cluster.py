@@ -1,4 +1,4 @@
-"""Grading on a Dask cluster (grading.cluster): a real `dask scheduler` and two `dask worker` processes on loopback
+"""Grading on a Dask cluster (grading.grade.cluster): a real `dask scheduler` and two `dask worker` processes on loopback
 grade a small class (alice solved, bob the untouched release, mallory a hostile 04) into the same grades.csv and
 gradebook.json as the local runner, also when a worker is killed in the middle of the run."""
 
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
-from grading.classroom import ELEMENTWISE, only
-from grading.classroom import submission as solved_submission
-from grading.errors import GradingError
-from grading.notebooks import read_notebook, write_notebook
+from grading.common.errors import GradingError
+from grading.common.notebooks import read_notebook, write_notebook
+from grading.examples.classroom import ELEMENTWISE, only
+from grading.examples.classroom import submission as solved_submission
 
 NOTEBOOKS = ["01_tensor", ELEMENTWISE]
 OPTIONS = ["--cell-timeout", "20", "--notebook-timeout", "300"]
@@ -258,7 +258,7 @@ def test_an_unreachable_scheduler_is_named_and_the_table_is_left_as_it_was(small
 
 
 def test_without_dask_the_message_says_how_to_install_it(monkeypatch):
-    from grading.cluster import start_client
+    from grading.grade.cluster import start_client
 
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(GradingError, match=r'pip install "dask\[distributed\]"'):
@@ -266,7 +266,7 @@ def test_without_dask_the_message_says_how_to_install_it(monkeypatch):
 
 
 def test_a_worker_with_another_grader_grades_nothing_and_says_why():
-    from grading.cluster import grade_task
+    from grading.grade.cluster import grade_task
 
     reply = grade_task({"grader": "another"}, b"")
     assert reply["result"] is None and "another version of the grader" in reply["failure"]
@@ -275,8 +275,8 @@ def test_a_worker_with_another_grader_grades_nothing_and_says_why():
 def test_a_task_is_data_and_every_path_of_the_workers_spec_is_in_its_own_folder(tmp_path):
     from dataclasses import asdict, fields
 
-    from grading.cluster import make_task, worker_spec
-    from grading.job import Spec
+    from grading.grade.cluster import make_task, worker_spec
+    from grading.grade.job import Spec
 
     state = tmp_path / "grader" / ".grading"
     for name in ["submitted.ipynb", "instructor.ipynb"]:

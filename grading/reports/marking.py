@@ -1,0 +1,199 @@
+"""The written answers, ready for marking by hand in nbgrader's formgrader: OUT/marking/ is an nbgrader course.
+
+`autograde` keeps it up to date for every notebook with answer cells (`<!-- answer: name (n points) -->`). It is made
+by the grader from trusted parts only, so nothing the student ran writes it:
+
+- the assignments: generate_assignment of the instructor's notebooks, in this course's own gradebook.db;
+- OUT/marking/autograded/<student>/<assignment>/<assignment>.ipynb: the student version of the notebook with the
+  student's exercise cells and written answers put in, as submitted. It is never run (code cells have no outputs),
+  and each written answer is shown as plain text (in a code fence), so nothing the student wrote runs in the
+  instructor's browser;
+- the autograded scores in the gradebook: the verdict's (grades.csv).
+
+The instructor runs `jupyter lab` in OUT/marking and marks the answers in Nbgrader > Formgrader > Manual Grading;
+the marks stay in OUT/marking/gradebook.db, which later autograde runs update but never reset. read_marks gives them
+to grades.csv, gradebook.json and export-grades. A test's score edited in formgrader is cleared: the verdict's stands.
+"""
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..authoring.course import Course, gradebook
+from ..common.answers import restored_notebook
+from ..common.errors import GradingError
+from ..common.notebooks import (
+    file_fingerprint,
+    is_manual_answer,
+    nbgrader_meta,
+    read_notebook,
+    write_atomic,
+    write_notebook,
+)
+
+CONFIG = """# The nbgrader course of the written answers, made by `python -m grading autograde` (grading/reports/marking.py).
+# Run `jupyter lab` in this folder and open Nbgrader > Formgrader > Manual Grading.
+import os
+
+c = get_config()  # noqa: F821
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+"""
+
+
+def as_plain_text(answer):
+    "A student's written answer as a Markdown code fence: shown as typed, no HTML or script of theirs rendered."
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", answer)), default=0))
+    return f"{fence}text\n{answer}\n{fence}"
+
+
+def marking_notebook(released, submitted):
+    "The student version with the student's exercise cells and answers in, not run, each answer as plain text."
+    nb = restored_notebook(released, submitted, released)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        elif is_manual_answer(cell):
+            cell.source = as_plain_text(cell.source)
+    return nb
+
+
+def prepare_assignments(root, notebooks, stamps_path, log):
+    "Add (or update) the assignments whose instructor notebook changed; return those that could be added."
+    stamps = json.loads(stamps_path.read_text()) if stamps_path.exists() else {}
+    ready = []
+    for stem, path in notebooks.items():
+        stamp = file_fingerprint(path)
+        if stamps.get(stem) != stamp:
+            try:
+                Course(root).add_assignments({stem: path})
+            except GradingError as error:
+                log(f"marking course: {stem} could not be updated ({error}); its answers are not in {root}")
+                continue
+            stamps[stem] = stamp
+            write_atomic(stamps_path, json.dumps(stamps, indent=1))
+        ready.append(stem)
+    return ready
+
+
+def revert_test_edit(grade, student, assignment, log):
+    "A test's score given in formgrader is cleared, and said: the verdict's score stands."
+    given = [value for value in (grade.manual_score, grade.extra_credit) if value is not None]
+    if not given:
+        return
+    log(
+        f"marking course: {student}/{assignment}: test {grade.name} was given {' + '.join(f'{v:g}' for v in given)} "
+        "in formgrader, ignored: the grader's score stands: change the test and regrade instead"
+    )
+    grade.manual_score = grade.extra_credit = None
+    grade.needs_manual_grade = False
+
+
+def record(gb, student, assignment, result, answers, log):
+    "The submission in the gradebook: the verdict's score for each test, each written answer waiting for a mark."
+    from nbgrader.api import MissingEntry
+
+    gb.update_or_create_student(student)
+    try:
+        gb.find_submission(assignment, student)
+    except MissingEntry:
+        gb.add_submission(assignment, student)
+    for test_id, test in result["tests"].items():
+        grade = gb.find_grade(test_id, assignment, assignment, student)
+        grade.auto_score = test["score"]
+        grade.needs_manual_grade = False
+        revert_test_edit(grade, student, assignment, log)
+    for answer_id in answers:
+        grade = gb.find_grade(answer_id, assignment, assignment, student)
+        grade.auto_score = None
+        grade.needs_manual_grade = grade.manual_score is None or grade.needs_manual_grade
+    gb.db.commit()
+
+
+def update(out, state, notebooks, instructor, found, results, log=None):
+    """Bring OUT/marking up to date with the graded submissions of every notebook that has written answers.
+    `found`: [(student, assignment, submitted path)]; `results`: {(student, assignment): result}."""
+    from nbgrader.api import MissingEntry
+
+    log = log or (lambda message: None)
+    answers = {
+        stem: [nbgrader_meta(c)["grade_id"] for c in nb.cells if is_manual_answer(c)] for stem, nb in instructor.items()
+    }
+    with_answers = {stem: notebooks[stem] for stem, ids in answers.items() if ids}
+    if not with_answers:
+        return None
+    root = Path(out) / "marking"
+    root.mkdir(exist_ok=True)
+    (root / "nbgrader_config.py").write_text(CONFIG)
+    ready = prepare_assignments(root, with_answers, root / ".assignments.json", log)
+    shutil.rmtree(root / "release", ignore_errors=True)  # the student version is in the kit
+    with gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for student, assignment, path in found:
+            result = results.get((student, assignment))
+            if assignment not in ready or result is None or result.get("problem"):
+                continue
+            released = read_notebook(Path(state) / "master" / "release" / assignment / f"{assignment}.ipynb")
+            nb = marking_notebook(released, read_notebook(path))
+            write_notebook(nb, root / "autograded" / student / assignment / f"{assignment}.ipynb")
+            try:
+                record(gb, student, assignment, result, answers[assignment], log)
+            except MissingEntry as error:
+                gb.db.rollback()
+                log(f"marking course: {student}/{assignment} not recorded ({error}); its answers cannot be marked")
+    return root
+
+
+# -- The marks, for the grade table and the exports ------------------------------------------------------------------
+
+
+@dataclass
+class Marks:
+    "The written answers of one submission as marked in formgrader."
+
+    score: float = 0.0  # the marks given so far (with any extra credit)
+    points: float = 0.0  # the points of the written answers
+    unmarked: list = field(default_factory=list)  # the answers without a mark yet
+
+    @property
+    def manual_score(self):
+        "The marks, once every answer has one; None before."
+        return None if self.unmarked else self.score
+
+
+def none_yet(answers):
+    "The Marks of a submission that is not in the marking course: `answers` {name: points}, none marked."
+    return Marks(points=sum(answers.values()), unmarked=sorted(answers))
+
+
+def notebook_marks(notebook, student, assignment, log):
+    "The Marks of one submitted notebook; a test's score given in formgrader is reverted (revert_test_edit)."
+    marks = Marks()
+    for grade in notebook.grades:
+        if grade.cell_type != "markdown":  # an autograded test
+            revert_test_edit(grade, student, assignment, log)
+            continue
+        marks.points += grade.max_score
+        if grade.manual_score is None:
+            marks.unmarked.append(grade.name)
+        else:
+            marks.score += grade.manual_score + (grade.extra_credit or 0.0)
+    marks.unmarked.sort()
+    return marks
+
+
+def read_marks(out, log=None):
+    "{(student, assignment): Marks} of OUT/marking/gradebook.db ({} when there is none)."
+    db = Path(out) / "marking" / "gradebook.db"
+    if not db.is_file():
+        return {}
+    log = log or (lambda message: None)
+    found = {}
+    with gradebook(f"sqlite:///{db}") as gb:
+        for assignment in gb.assignments:
+            for submission in assignment.submissions:
+                student = submission.student.id
+                for notebook in submission.notebooks:  # one: the notebook is named as its assignment
+                    found[(student, assignment.name)] = notebook_marks(notebook, student, assignment.name, log)
+        gb.db.commit()
+    return found
