@@ -1,6 +1,7 @@
 """Grading on a Dask cluster (grading.grade.cluster): a real `dask scheduler` and two `dask worker` processes on loopback
 grade a small class (alice solved, bob the untouched release, mallory a hostile 04) into the same grades.csv and
-gradebook.json as the local runner, also when a worker is killed in the middle of the run."""
+gradebook.json as the local runner, also when a worker is killed in the middle of the run; then the whole demo class
+and the red team's class, each graded on the cluster and locally at the same time, with a worker killed in each."""
 
 import csv
 import json
@@ -180,6 +181,31 @@ def test_a_dask_cluster_grades_the_class_as_the_local_runner_does(small_class, d
     assert len(table(root / "grades-dask")) == 5
     page = root / "grades-dask" / "feedback" / "alice" / f"{ELEMENTWISE}.html"
     assert "mul_backward" in page.read_text()
+    servers = [pid for worker in dask_cluster.workers for pid in descendants(worker.pid) if is_forkserver(pid)]
+    assert servers, "the Dask workers started their jobs without a fork server (grading.grade.forkserver)"
+
+
+def descendants(pid):
+    "The processes below `pid` (children, grandchildren, ...), from /proc."
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def is_forkserver(pid):
+    try:
+        return b"grading.grade.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 @pytest.mark.slow
@@ -235,6 +261,140 @@ def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_clas
     assert killed, "no worker was grading when the first result came in"
     assert table(out) == table(root / "grades-local")
     assert gradebook(out) == gradebook(root / "grades-local")
+
+
+def autograde_process(submissions, out, *mode, root):
+    "`autograde` started in the background, as an instructor starts it."
+    command = [sys.executable, "-m", "grading", "autograde", str(submissions), "--out", str(out), *mode, *secret(root)]
+    return subprocess.Popen(
+        command, cwd=REPO, env=dask_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def scores(out):
+    return {(r["student"], r["assignment"]): (r["score"], r["max_score"]) for r in table(out)}
+
+
+@pytest.mark.slow
+def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_each(kit, tmp_path):
+    """The whole demo class (30 notebooks) and the red team's 42 submissions, each graded on the cluster while the same
+    class is graded locally at the same time; in each cluster run a busy worker is killed (and a new one joins)."""
+    from grading.examples.classroom import compare
+    from grading.examples.classroom import make_class as make_red_team
+    from grading.examples.demo import make_submissions
+    from grading.grade.autograde import Row
+
+    make_submissions(kit, tmp_path / "demo")
+    expected = make_red_team(kit, tmp_path / "red-team", grades=tmp_path / "red-team-dask")
+    cluster = Cluster(tmp_path / "dask")
+    try:
+        for name in ["demo", "red-team"]:
+            local = autograde_process(tmp_path / name, tmp_path / f"{name}-local", "--workers", "1", root=tmp_path)
+            dask = autograde_process(
+                tmp_path / name, tmp_path / f"{name}-dask", "--cluster", cluster.address, root=tmp_path
+            )
+            deadline = time.time() + 900
+            while not list((tmp_path / f"{name}-dask" / "results").glob("*/*.json")) and time.time() < deadline:
+                if dask.poll() is not None:
+                    break
+                time.sleep(0.2)
+            killed = cluster.kill_a_busy_worker()
+            cluster.workers.append(cluster.start(cluster.worker_args(len(cluster.workers)), f"worker-{name}"))
+            (_, local_err), (_, dask_err) = local.communicate(timeout=1800), dask.communicate(timeout=1800)
+            assert killed, f"{name}: no worker was grading when the first result came in"
+            assert local.returncode == dask.returncode, (local_err[-2000:], dask_err[-2000:])
+            assert dask.returncode in (0, 1), dask_err[-3000:]  # 1: the red team has rows that are not graded
+            if name == "demo":
+                assert dask.returncode == 0, dask_err[-3000:]
+                assert table(tmp_path / "demo-dask") == table(tmp_path / "demo-local")
+                assert gradebook(tmp_path / "demo-dask") == gradebook(tmp_path / "demo-local")
+            else:  # a note may name its own run's folder or time: the scores must be the same, and as expected
+                assert scores(tmp_path / "red-team-dask") == scores(tmp_path / "red-team-local")
+                rows = [
+                    Row(
+                        r["student"],
+                        r["assignment"],
+                        r["notebook"],
+                        float(r["score"] or 0),
+                        float(r["max_score"]),
+                        r["note"],
+                    )
+                    for r in table(tmp_path / "red-team-dask")
+                ]
+                assert not compare(rows, expected), compare(rows, expected)
+    finally:
+        cluster.close()
+
+
+@pytest.mark.slow
+def test_a_scheduler_lost_mid_run_keeps_what_was_graded_and_the_next_run_grades_the_rest(small_class, tmp_path):
+    root = small_class["root"]
+    out = tmp_path / "grades"
+    cluster = Cluster(tmp_path / "dask")
+    try:
+        run = autograde_process(root / "submissions", out, "--cluster", cluster.address, root=root)
+        deadline = time.time() + 900
+        while not list((out / "results").glob("*/*.json")) and time.time() < deadline and run.poll() is None:
+            time.sleep(0.1)
+        cluster.kill(cluster.scheduler)
+        _, stderr = run.communicate(timeout=900)
+    finally:
+        cluster.close()
+    assert run.returncode == 1, stderr[-3000:]  # not every row graded, through no fault of the students
+    rows = table(out)
+    lost = [r for r in rows if "connection to the Dask scheduler" in r["note"]]
+    assert lost and all(r["score"] == "" and "not graded" in r["note"] for r in lost), rows
+    assert "connection to the Dask scheduler" in stderr
+    graded = [r for r in rows if r not in lost]
+    assert graded and all(r in table(root / "grades-local") for r in graded)
+    again = Cluster(tmp_path / "dask-again")
+    try:
+        rerun = run_cli("autograde", root / "submissions", "--out", out, "--cluster", again.address, *secret(root))
+    finally:
+        again.close()
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert table(out) == table(root / "grades-local")
+
+
+def processes_below_fork_servers(cluster):
+    "{pid: command line} of the grading jobs (and their sandboxes) the workers' fork servers are running now."
+    servers = [pid for worker in cluster.workers for pid in descendants(worker.pid) if is_forkserver(pid)]
+    found = {}
+    for pid in (p for server in servers for p in descendants(server)):
+        try:
+            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.slow
+def test_a_stopped_run_stops_the_jobs_running_on_the_workers(kit, tmp_path):
+    "Ctrl-C at the client: a task already running kills its job and sandbox, instead of grading on for nobody."
+    sleepy = solved_submission(kit, ELEMENTWISE, only(set(), "import time\ntime.sleep(300)"))
+    write_notebook(sleepy, tmp_path / "submissions" / "sam" / ELEMENTWISE / f"{ELEMENTWISE}.ipynb")
+    cluster = Cluster(tmp_path / "dask")
+    try:
+        run = autograde_process(
+            tmp_path / "submissions", tmp_path / "grades", "--cluster", cluster.address, root=tmp_path
+        )
+        deadline = time.time() + 600
+        while time.time() < deadline and run.poll() is None:
+            if any("bwrap" in command for command in processes_below_fork_servers(cluster).values()):
+                break
+            time.sleep(0.2)
+        assert run.poll() is None, run.communicate()[1][-3000:]
+        assert processes_below_fork_servers(cluster), "no job was running on a worker"
+        time.sleep(1)
+        run.send_signal(signal.SIGINT)
+        run.communicate(timeout=120)
+        stopped = time.time()
+        while processes_below_fork_servers(cluster) and time.time() < stopped + 20:
+            time.sleep(0.2)
+        assert not processes_below_fork_servers(cluster), processes_below_fork_servers(cluster)
+        assert all(worker.poll() is None for worker in cluster.workers), "a worker died"
+    finally:
+        cluster.close()
 
 
 @pytest.mark.slow

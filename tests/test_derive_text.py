@@ -1,14 +1,15 @@
-"""Notebooks 04, 05, 07 and 08 ask the student to derive their rules (issue 23, point 2): one rule of each family is derived
-in the text, the docstrings say what a rule computes, not its gradient, and the text gives numbers to check against
-instead of the formula. Those numbers are checked here
-against the reference rules, and the mistakes the text names against the numbers it says they give."""
+"""Notebooks 04, 05, 07, 08, 10 and 12 ask the student to derive their rules (issue 23, point 2): one rule of each family
+is derived in the text (12: the 1-D convolution; 10: the sums that define the velocity and Adam's averages), the
+docstrings say what a rule computes, not its gradient, and the text and the summaries give numbers to check against
+instead of the formula. Those numbers are checked here against the reference rules, the mistakes the text names
+against the numbers it says they give, and no released cell may state what an exercise asks for."""
 
 import numpy as np
 import pytest
 
 from conftest import REPO
 from grading.common.notebooks import read_notebook
-from tinytorch.core import activations, elementwise, losses, reductions
+from tinytorch.core import activations, conv, elementwise, losses, reductions
 from tinytorch.core.tensor import Tensor
 
 EXERCISES = ["AddBackward", "SubBackward", "MulBackward", "DivBackward", "NegBackward", "PowBackward", "ExpBackward"]
@@ -22,6 +23,11 @@ ACTIVATIONS = ["ReLUBackward", "SigmoidBackward", "TanhBackward", "SoftmaxBackwa
 
 def text_of(cell_id, notebook="04_elementwise"):
     return next(c.source for c in read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells if c.id == cell_id)
+
+
+def test_the_conv_docstring_says_what_the_rule_returns_not_how():
+    doc = conv.Conv2dBackward.__doc__
+    assert all(s not in doc for s in ["@", "rows", "col2im", "sum", "Σ", "transpose", "g_"]), doc
 
 
 @pytest.mark.parametrize(
@@ -131,6 +137,10 @@ def test_the_summaries_check_against_the_numbers_the_exercises_give():
     s = np.exp(x) / np.exp(x).sum()
     (found,) = activations.SoftmaxBackward(Tensor(x), output=Tensor(s)).apply(Tensor([1.0, 0.0]))
     assert np.allclose(found.data, [3 / 16, -3 / 16])
+    summary = text_of("c05-038", "05_matmul_and_reductions")
+    assert "(1, 1, 1)" in summary and "(2, 2, 2)" in summary and "(3, 6)" in summary and "(3 here)" in summary
+    (found,) = gradients(reductions.MeanBackward, np.ones((2, 3)), g=[3.0, 6.0], axis=1)
+    assert np.allclose(found, [[1, 1, 1], [2, 2, 2]])
     summary = text_of("c08-032", "08_losses")
     for example in ["[0, 4/3, 4/3]", "[-1, -0.625]", "[[-3/8, 3/8], [1/4, -1/4]]"]:
         assert example in summary, example
@@ -152,6 +162,46 @@ STATED = {
         "softmax minus one-hot",
         "softmax - one_hot",
         "-1/(pN)",
+    ],
+    "05_matmul_and_reductions": [
+        "divides by the number of elements averaged",
+        "grad_output / count",
+        "/ count",
+        "g / N",
+        "g/N",
+        "\\frac{g}{N}",
+        "\\frac{g_i}{N}",
+        "\\frac{1}{N} g",
+    ],
+    # 10: the recurrences the student derives from the sums that define the velocity and the running averages
+    "10_optimizers": [
+        "\\mu\\, v_{t-1}",
+        "\\mu v_{t-1}",
+        "v_{t-1} + g",
+        "\\beta_1 m_{t-1}",
+        "\\beta_1\\, m_{t-1}",
+        "\\beta_2 u_{t-1}",
+        "\\beta_2\\, u_{t-1}",
+        "beta1 * m",
+        "beta1 * self.m",
+        "momentum * v",
+        "momentum * self.velocity",
+        "(1 - self.beta1) * grad",
+        "self.m[i] / (1",
+    ],
+    # 12: the 2-D backward through im2col (the 1-D sums are derived in the text)
+    "12_conv": [
+        "g_rows.T",
+        "rows.T",
+        "g_rows @",
+        "@ rows",
+        "w_flat.T @",
+        "G^\\top",
+        "axis=(0, 2, 3)",
+        "sum(axis=0)",
+        "transpose(0, 2, 3, 1)",
+        "moveaxis(g",
+        "col2im(g_rows",
     ],
 }
 

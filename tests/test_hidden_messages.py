@@ -7,9 +7,9 @@ from grading.grade.verdict import exception_of, run_cell
 from grading.sandbox import wire
 
 
-def raising(message):
+def raising(message, kind="ValueError"):
     def function():
-        raise exception_of({"type": "ValueError", "message": message})
+        raise exception_of({"type": kind, "message": message})
 
     return function
 
@@ -20,6 +20,21 @@ def test_a_student_error_in_a_hidden_test_is_shown_without_its_numbers():
     passed, message = run_cell(cell, namespace, 10, hidden=True)
     assert not passed and message.startswith("ValueError: inputs were [[#, #], [#, #]]")
     assert "0.123" not in message and "hidden test" in message
+
+
+def test_a_recursion_error_in_a_hidden_test_names_its_likely_cause():
+    "A recursive topological order passes the small visible tests and fails the hidden deep chain: say why."
+    namespace = {
+        "walk": lambda: exception_of({"type": "RecursionError", "message": "maximum recursion depth exceeded"})
+    }
+    namespace["order"] = lambda: (_ for _ in ()).throw(namespace["walk"]())
+    cell = {"id": "order_hidden", "source": "### BEGIN HIDDEN TESTS\norder()\n### END HIDDEN TESTS"}
+    passed, message = run_cell(cell, namespace, 10, hidden=True)
+    assert not passed and message.startswith("RecursionError: maximum recursion depth exceeded")
+    assert "explicit stack" in message
+    other = {"rule": raising("the shapes differ")}
+    _, plain = run_cell({"id": "h", "source": "rule()"}, other, 10, hidden=True)
+    assert "explicit stack" not in plain
 
 
 def test_the_same_error_in_a_visible_test_and_the_tests_own_messages_stay_whole():
@@ -97,7 +112,7 @@ NAMED_FAILURES = [
     (
         "10_optimizers",
         "velocity rebound locally, never kept (plain gradient descent)",
-        "sgd_hidden",
+        "sgd_momentum_hidden",
         ["momentum=", "a of shape (3,)", "expected", "got", "self.velocity[i]"],
     ),
     (
@@ -109,15 +124,39 @@ NAMED_FAILURES = [
     (
         "10_optimizers",
         "one step count shared by all parameters",
-        "adam_hidden",
+        "adam_skip_hidden",
         ["Adam(lr=0.05)", "of shape (2, 3)", "got", "step count"],
     ),
-    ("10_optimizers", "epsilon inside the square root", "adam_hidden", ["eps=", "got", "sqrt(u_hat) + eps"]),
+    ("10_optimizers", "epsilon inside the square root", "adam_eps_hidden", ["eps=", "got", "sqrt(u_hat) + eps"]),
     (
         "12_conv",
         "every tied maximum gets the gradient",
         "maxpool2d_backward_hidden",
         ["kernel_size=2, on a (1, 1, 2, 2) input of zeros", "got [1.0, 1.0, 1.0, 1.0]"],
+    ),
+    (
+        "12_conv",
+        "kernel flipped for grad_x",
+        "conv2d_backward_input_hidden",
+        ["Conv2dBackward on x of shape", "stride=", "expected", "got", "Likely cause: the kernel was flipped"],
+    ),
+    (
+        "12_conv",
+        "bias gradient averaged",
+        "conv2d_backward_bias_hidden",
+        ["b of shape", "padding=", "the gradient of the bias b is wrong", "expected", "got", "is a mean"],
+    ),
+    (
+        "12_conv",
+        "weight's gradient not reshaped (rows of C·kh·kw, the wrong shape)",
+        "conv2d_backward_weight_hidden",
+        ["w of shape", "the gradient of the kernels w has shape", "expected (", "reshaped to w.shape"],
+    ),
+    (
+        "12_conv",
+        "im2col at the convolution's stride, g not dilated",
+        "conv2d_backward_input_hidden",
+        ["stride=2", "the gradient of the input x is wrong", "im2col runs at stride 1 and g is dilated"],
     ),
     ("13_embedding", "the lookup's use only", "tied_gradient", ["expected [[2], [-2], [-2]], got [[0.0], [-2.0]"]),
     (

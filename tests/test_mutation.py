@@ -740,6 +740,28 @@ STUDENT_BUGS = [
         "grads = grad(loss_fn(), params)",
     ),
     (
+        "12_conv",
+        "conv2d_backward",
+        "g flattened without moving the channels last (right shape, wrong numbers)",
+        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)",
+        "g_rows = g.reshape(-1, f)",
+    ),
+    (
+        "12_conv",
+        "conv2d_backward",
+        "the padded image's gradient returned uncropped",
+        "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))",
+        "grads = (Tensor(grad_padded), Tensor(grad_w))",
+    ),
+    (
+        "12_conv",
+        "conv2d_backward",
+        "im2col at the convolution's stride, g not dilated",
+        "rows, out_hw = im2col(padded, kh, kw)  # stride 1: a strided output is the stride-1 one read sparsely\n"
+        "        g = dilate(grad_output.data, out_hw, self.stride)",
+        "rows, out_hw = im2col(padded, kh, kw, self.stride)\n        g = grad_output.data",
+    ),
+    (
         "14_higher_order",
         "hvp",
         "v dotted with the gradient's array (the product is not recorded)",
@@ -1128,9 +1150,21 @@ ALTERNATIVES = [
     ),
     (
         "12_conv",
-        "conv2d: the bias gradient summed one axis at a time",
-        "grad_b = g.sum(axis=(0, 2, 3))",
-        "grad_b = g.sum(axis=3).sum(axis=2).sum(axis=0)",
+        "conv2d: g moved by moveaxis, the kernel's gradient by einsum, the bias summed one axis at a time, a list",
+        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n        grad_w = (g_rows.T @ rows).reshape(w.shape)\n"
+        "        grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
+        "        grad_b = g.sum(axis=(0, 2, 3))\n"
+        "        grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))\n"
+        "        return grads + (Tensor(grad_b),) if len(self.saved_tensors) == 3 else grads",
+        "g_rows = np.moveaxis(g, 1, -1).reshape(rows.shape[0], f)\n"
+        "        grad_w = np.einsum('pf,pk->fk', g_rows, rows).reshape(f, c, kh, kw)\n"
+        "        grad_rows = np.einsum('pf,fk->pk', g_rows, w.data.reshape(f, c * kh * kw))\n"
+        "        (top, bottom), (left, right) = widths\n"
+        "        grad_x = col2im(grad_rows, padded.shape, kh, kw, out_hw)[:, :, top : top + x.shape[2], left : left + x.shape[3]]\n"
+        "        grads = [Tensor(grad_x), Tensor(grad_w)]\n"
+        "        if len(self.saved_tensors) == 3:\n"
+        "            grads.append(Tensor(g.sum(axis=3).sum(axis=2).sum(axis=0)))\n"
+        "        return tuple(grads)",
     ),
     (
         "12_conv",
@@ -1160,6 +1194,42 @@ ALTERNATIVES = [
 
 # Mutants that must lose points in their own tests only: one helper's bug must not cost the rest of its notebook.
 ONLY_OWN_TESTS = [("11_training", "argmax over the wrong axis (axis 0, the batch)")]
+
+# A rule graded in pieces (its hidden tests named <rule>_<piece>_hidden): a mutant that gets one piece wrong must keep
+# the points of the other pieces, so partial work earns partial credit.
+KEEPS_POINTS = [
+    ("10_optimizers", "velocity rebound locally, never kept (plain gradient descent)", ["sgd_hidden"]),
+    ("10_optimizers", "velocity dampened by 1 - momentum", ["sgd_hidden"]),
+    ("10_optimizers", "one step count shared by all parameters", ["adam_hidden", "adam_eps_hidden"]),
+    ("12_conv", "bias gradient averaged", ["conv2d_backward_input_hidden", "conv2d_backward_weight_hidden"]),
+    (
+        "12_conv",
+        "bias gradient of the first sample only",
+        ["conv2d_backward_input_hidden", "conv2d_backward_weight_hidden"],
+    ),
+    (
+        "12_conv",
+        "weight's gradient not reshaped (rows of C·kh·kw, the wrong shape)",
+        ["conv2d_backward_input_hidden", "conv2d_backward_bias_hidden"],
+    ),
+    ("12_conv", "kernel flipped for grad_x", ["conv2d_backward_weight_hidden", "conv2d_backward_bias_hidden"]),
+    (
+        "12_conv",
+        "the padded image's gradient returned uncropped",
+        ["conv2d_backward_weight_hidden", "conv2d_backward_bias_hidden"],
+    ),
+    (
+        "12_conv",
+        "im2col at the convolution's stride, g not dilated",
+        ["conv2d_backward_weight_hidden", "conv2d_backward_bias_hidden"],
+    ),
+]
+
+
+def is_rules_test(name, rule):
+    "Whether test `name` grades `rule`: the rule's own test, its hidden test, or one of its pieces' hidden tests."
+    return name in (rule, rule + "_hidden") or (name.startswith(rule + "_") and name.endswith("_hidden"))
+
 
 # Five fixed course secrets, so five sets of hidden-test variants, the same in every run of this suite. Mutant k is
 # graded under secret k % 5; every group of alternatives under all five (a correct solution must hold for every
@@ -1265,7 +1335,7 @@ def test_every_mutant_loses_points_in_its_rules_tests(graded_mutants, capsys):
     caught, survivors = {}, []
     for number, (notebook, rule, what, _, _) in enumerate(MUTANTS):
         tests = mutant_tests(graded_mutants, number)
-        own = {name: (t["score"], t["max_score"]) for name, t in tests.items() if name in (rule, rule + "_hidden")}
+        own = {name: (t["score"], t["max_score"]) for name, t in tests.items() if is_rules_test(name, rule)}
         assert own, f"no tests named {rule} in {notebook}"
         lost = sum(maximum - score for score, maximum in own.values())
         total = caught.setdefault(notebook, [0, 0])
@@ -1289,9 +1359,17 @@ def test_a_helpers_bug_costs_only_that_helpers_points(graded_mutants):
         elsewhere = {
             name: (t["score"], t["max_score"])
             for name, t in tests.items()
-            if name not in (rule, rule + "_hidden") and t["score"] < t["max_score"]
+            if not is_rules_test(name, rule) and t["score"] < t["max_score"]
         }
         assert not elsewhere, f"{notebook} {what}: lost points outside {rule}'s tests: {elsewhere}"
+
+
+def test_a_mistake_in_one_piece_of_a_rule_keeps_the_other_pieces_points(graded_mutants):
+    for notebook, what, kept in KEEPS_POINTS:
+        number = next(n for n, m in enumerate(MUTANTS) if m[0] == notebook and m[2] == what)
+        tests = mutant_tests(graded_mutants, number)
+        lost = {name: (tests[name]["score"], tests[name]["max_score"]) for name in kept}
+        assert all(score == maximum for score, maximum in lost.values()), f"{notebook} {what}: {lost}"
 
 
 def test_numerical_rules_are_told_why_they_lost_their_points(graded_mutants):
@@ -1299,7 +1377,7 @@ def test_numerical_rules_are_told_why_they_lost_their_points(graded_mutants):
         number = MUTANTS.index(mutant)
         tests = mutant_tests(graded_mutants, number)
         rule, what = mutant[1], mutant[2]
-        messages = " ".join(tests[name].get("message", "") for name in (rule, rule + "_hidden") if name in tests)
+        messages = " ".join(t.get("message", "") for name, t in tests.items() if is_rules_test(name, rule))
         assert "finite differences of the forward" in messages, (what, messages[:500])
 
 

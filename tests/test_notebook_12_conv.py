@@ -26,6 +26,29 @@ def test_the_worked_1d_convolution_of_the_text_is_what_the_engine_computes():
         assert stated in text, stated
 
 
+def test_the_worked_2d_convolutions_of_the_text_are_what_the_engine_computes():
+    image, kernel, bias = np.arange(9.0).reshape(1, 1, 3, 3), np.array([[[[1.0, 2.0], [3.0, 4.0]]]]), np.array([0.5])
+    rule = Conv2dBackward(Tensor(image), Tensor(kernel), Tensor(bias))
+    grad_x, grad_w, grad_b = (
+        g.data[0, 0] if g.ndim == 4 else g.data for g in rule.apply(Tensor([[[[1.0, 0], [0, 2]]]]))
+    )
+    assert grad_x.tolist() == [[1, 2, 0], [3, 6, 4], [0, 6, 8]] and grad_w.tolist() == [[8, 11], [17, 20]]
+    assert grad_b.tolist() == [3] and conv2d(image, Tensor(kernel), Tensor(bias)).data[0, 0].tolist() == [
+        [27.5, 37.5],
+        [57.5, 67.5],
+    ]
+    flipped = Conv2dBackward(Tensor(image), Tensor(kernel[:, :, ::-1, ::-1].copy()), Tensor(bias))
+    assert flipped.apply(Tensor([[[[1.0, 0], [0, 2]]]]))[0].data[0, 0].tolist() == [[4, 3, 0], [2, 9, 6], [0, 4, 2]]
+    strided = Conv2dBackward(Tensor(image), Tensor(kernel), Tensor(bias), stride=2, padding=1)
+    grad_x, grad_w, _ = (g.data for g in strided.apply(Tensor(np.ones((1, 1, 2, 2)))))
+    assert grad_x[0, 0].tolist() == [[4, 3, 4], [2, 1, 2], [4, 3, 4]] and grad_w[0, 0].tolist() == [[4, 8], [8, 16]]
+    text = cell_source("12_conv", "c12-006")
+    for stated in ["[[27.5, 37.5], [57.5, 67.5]]", "[[8, 11], [17, 20]]", "[[1, 2, 0], [3, 6, 4], [0, 6, 8]]"]:
+        assert stated in text, stated
+    for stated in ["[[4, 8], [8, 16]]", "[[4, 3, 4], [2, 1, 2], [4, 3, 4]]", "[[4, 3, 0], [2, 9, 6], [0, 4, 2]]"]:
+        assert stated in text, stated
+
+
 def test_the_im2col_example_and_its_memory_blow_up_are_what_the_text_states():
     rows, out_hw = im2col(np.arange(9.0).reshape(1, 1, 3, 3), 2, 2)
     assert rows.tolist() == [[0, 1, 3, 4], [1, 2, 4, 5], [3, 4, 6, 7], [4, 5, 7, 8]] and out_hw == (2, 2)
@@ -76,9 +99,17 @@ def run_until(stop_grade_id, solution):
 
 def test_a_conv_rule_giving_the_wrong_shape_fails_cnn_digits_with_its_own_error_not_a_missing_history():
     unshaped = (
+        "x, w = self.saved_tensors[:2]\n"
+        "f, c, kh, kw = w.shape\n"
+        "widths = pad_widths(self.padding, kh, kw)\n"
+        "padded = _pad(x.data, widths)\n"
+        "rows, out_hw = im2col(padded, kh, kw)\n"
+        "g = dilate(grad_output.data, out_hw, self.stride)\n"
+        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
         "grad_w = g_rows.T @ rows\n"  # (F, C·kh·kw), not w.shape
         "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
-        "grad_b = g.sum(axis=(0, 2, 3))"
+        "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))\n"
+        "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
     )
     error = run_until("cnn_digits", unshaped)
     assert error is not None and not isinstance(error, NameError), repr(error)

@@ -15,17 +15,26 @@ import os
 import time
 
 SLICE = 1.0  # seconds: a wait is cut into slices this long, and the load is read again after each
+FRESH = 0.1  # seconds a reading of the load is used for (a job makes thousands of short waits, one per call)
+_last_reading = [-FRESH, 1.0]  # [when, load factor]
 
 
 def load_factor():
     "How many times slower than a quiet machine a process runs now: max(1, runnable processes per core)."
+    now = time.monotonic()
+    if now - _last_reading[0] < FRESH:
+        return _last_reading[1]
     cores = os.cpu_count() or 1
     try:
-        fields = open("/proc/loadavg").read().split()
+        with open("/proc/loadavg") as file:
+            fields = file.read().split()
         average, running = float(fields[0]), int(fields[3].split("/")[0])
     except (OSError, ValueError, IndexError):
-        return 1.0
-    return max(1.0, max(average, running - 1) / cores)  # `running` counts the reader itself
+        factor = 1.0
+    else:
+        factor = max(1.0, max(average, running - 1) / cores)  # `running` counts the reader itself
+    _last_reading[:] = [now, factor]
+    return factor
 
 
 class Budget:

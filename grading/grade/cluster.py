@@ -3,7 +3,8 @@
 Dask (`dask.distributed`) is a well-kept library for exactly this: a scheduler that hands tasks to workers on other
 machines, watches them, and gives the task of a worker that died to another one. Here one task is one submission, and
 the task does on the worker what the local runner does here (grading.grade.runner.Runner.run): it starts the grading job
-(grading.grade.job) in a process of its own, whose student code runs in its own sandbox, and reads back what the job wrote.
+(grading.grade.job) in a process of its own (a fork of the worker's fork server, grading.grade.forkserver, as locally), whose
+student code runs in its own sandbox, and reads back what the job wrote.
 So the Dask worker's process gets only plain data from the job (the result as JSON, the feedback page and the kept
 notebook as text), and gives back only that: this process writes the results, the table, the gradebook and the pages
 with the same code as a local run (grading.grade.autograde).
@@ -16,7 +17,8 @@ The workers need the course installed (the same checkout of the grader: `check_w
 A worker that dies mid-task: the scheduler gives its task to another worker (`allowed-failures` times, then the task
 fails with KilledWorker and its row is not graded). A task's only effect is its reply, which this process writes
 once, so a task run twice is counted once. A run stopped here (Ctrl-C, a crash) keeps every result written so far,
-and the next run grades what is missing, as locally; Dask cancels the tasks not started when the client goes away.
+and the next run grades what is missing, as locally. When the client stops (Ctrl-C) or goes away, Dask cancels its
+tasks; one already running notices within CANCEL_CHECK seconds and kills its job and sandbox (stop_when_cancelled).
 """
 
 import functools
@@ -34,12 +36,15 @@ from pathlib import Path
 from ..common.errors import GradingError
 from ..common.notebooks import REPO, write_atomic
 from ..sandbox.sandbox import problem
+from .forkserver import ForkServer
 from .job import Spec
-from .runner import Interrupted, Runner, not_graded
+from .runner import Interrupted, Runner, job_env, not_graded
 
 INSTALL = 'pip install "dask[distributed]"'
 CONNECT_TIMEOUT = 20  # seconds to reach the scheduler before the run stops with an error
 WORKER_WAIT = 120  # seconds to wait for the cluster's first worker (a batch system may take a while to start one)
+LOST_SCHEDULER = "scheduler-connection-lost"  # why Dask cancels a client's futures when its scheduler is gone
+CANCEL_CHECK = 0.5  # seconds between a running task's looks at whether it was cancelled
 IN_FLIGHT = 256  # tasks this process keeps submitted at once, at least (the scheduler queues them for its workers)
 RETRIES = 1  # a task that raised on its worker (not a grading failure: a worker's own error) is tried once more
 COURSE_FOLDERS = ["reference", "released", "master/release"]  # of OUT/.grading: what a job reads there
@@ -99,6 +104,11 @@ class ClusterRunner(Runner):
         except Exception as error:  # noqa: BLE001  (KilledWorker, a lost scheduler, a worker's error: not graded)
             if self.stopping.is_set():
                 raise Interrupted() from None
+            if LOST_SCHEDULER in str(error):  # every task of the run fails so at once: one short sentence each
+                return None, not_graded(
+                    f"the connection to the Dask scheduler ({self.address}) was lost before this submission's task "
+                    "ended; start the scheduler again (or grade here with --workers N)"
+                )
             return None, not_graded(f"the Dask task failed: {type(error).__name__}: {str(error)[:300]}")
         finally:
             with self.lock:
@@ -201,13 +211,47 @@ def grade_task(task, course):
         (folder / "scratch").mkdir()
         Path(spec.submitted).write_bytes(task["submitted"])
         Path(spec.instructor).write_bytes(task["instructor"])
-        result, failure = Runner(1, task["timeout"], warm=False).run(spec, folder / "spec.json")
+        runner = Runner(1, task["timeout"], warm=False)
+        runner.forkserver = worker_forkserver()
+        done = threading.Event()
+        stop_when_cancelled(worker, runner, done)
+        try:
+            result, failure = runner.run(spec, folder / "spec.json")
+        except Interrupted:  # cancelled: nobody waits for this reply
+            result, failure = None, not_graded("the run was stopped")
+        finally:
+            done.set()
         return {
             "result": result,
             "failure": failure,
             "feedback": read_text(spec.feedback),
             "page": read_text(spec.page) if spec.page else None,
         }
+
+
+@functools.cache
+def worker_forkserver():
+    """This Dask worker's fork server (grading.grade.forkserver), started by its first task and kept for the next ones: a job
+    is a fork of a Python that has the grader imported, as in a local run. It holds no course and no submission, and
+    it ends with the Dask worker (its jobs with it)."""
+    return ForkServer(job_env(), REPO)
+
+
+def stop_when_cancelled(worker, runner, done):
+    """Kill the job (and its sandbox) when the scheduler no longer wants this task: the client cancelled it (Ctrl-C)
+    or went away. Dask cannot interrupt a running task, which would otherwise grade on, for nobody, up to its limit."""
+    key = worker.get_current_task() if worker is not None else None
+    if key is None:
+        return
+
+    def watch():
+        while not done.wait(CANCEL_CHECK):
+            task = worker.state.tasks.get(key)
+            if task is None or task.state == "cancelled":
+                runner.stop()
+                return
+
+    threading.Thread(target=watch, name="tinytorch-cancel", daemon=True).start()
 
 
 def worker_spec(task, folder):

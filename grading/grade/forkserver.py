@@ -41,6 +41,7 @@ PRELOAD = (
     "nbconvert",
     "nh3",
     "nbdev.export",
+    "matplotlib.pyplot",  # the instructor's figures (09-16) are drawn in the job: 0.5 s of import each
 )
 
 
@@ -74,6 +75,21 @@ def warm_up():
         new_code_cell("import numpy as np\n\ndef f(x):\n    return np.exp(x)  # i", outputs=outputs, execution_count=1),
     ]
     render(new_notebook(cells=cells), "warm-up", "<p>warm-up</p>")
+    draw_figure()
+
+
+def draw_figure():
+    "Draw a figure with text, as a cell's picture is drawn for the page: Agg, the fonts and the PNG writer load here."
+    import matplotlib.pyplot as plt
+
+    from .outputs import png_of
+
+    figure, axes = plt.subplots(figsize=(2, 1))
+    axes.plot([0, 1], [1, 0], label="warm-up")
+    axes.set_title("warm-up")
+    axes.legend()
+    png_of(figure)
+    plt.close(figure)
 
 
 def serve():

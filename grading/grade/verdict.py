@@ -409,7 +409,13 @@ def describe_hidden(error):
     """A message the student's own code raised in a hidden test, with its numbers hidden: a rule that raises its
     inputs as its error would otherwise print the hidden test's inputs on the student's page."""
     text = re.sub(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", "#", str(error))[:300]
-    return f"{type(error).__name__}: {text} (raised by your code in a hidden test; its numbers are not shown)"
+    message = f"{type(error).__name__}: {text} (raised by your code in a hidden test; its numbers are not shown)"
+    if isinstance(error, RecursionError) or "maximum recursion depth" in text:
+        message += (
+            "; a function that calls itself once per node fails on a deep graph (Python allows about 1,000 nested "
+            "calls): walk the graph with a loop and an explicit stack instead"
+        )
+    return message
 
 
 def resolve_trusted_class(module, qualname):

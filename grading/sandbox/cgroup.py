@@ -125,7 +125,7 @@ class Cgroups:
     def close(self):
         "Kill every process left in the cgroups, then remove them."
         kill = self.folders[0] / "cgroup.kill"
-        for _ in range(50):
+        for _ in range(500):
             pids = self.members()
             if not pids:
                 break
@@ -136,7 +136,7 @@ class Cgroups:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-            time.sleep(0.02)
+            time.sleep(0.002)  # killed processes leave within milliseconds: each job stops two sandboxes
         for folder in self.folders:
             remove(folder)
 
@@ -155,11 +155,11 @@ def write(path, text):
 
 
 def remove(folder):
-    for _ in range(50):  # a cgroup is removable once its last process has been reaped
+    for _ in range(500):  # a cgroup is removable once its last process has been reaped
         try:
             folder.rmdir()
             return
         except FileNotFoundError:
             return
         except OSError:
-            time.sleep(0.02)
+            time.sleep(0.002)

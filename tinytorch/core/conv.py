@@ -98,21 +98,20 @@ class Conv2dBackward(Function):
         self.stride, self.padding = stride, padding
 
     def apply(self, grad_output):
+        ### BEGIN SOLUTION
         x, w = self.saved_tensors[:2]
         f, c, kh, kw = w.shape
         widths = pad_widths(self.padding, kh, kw)
         padded = _pad(x.data, widths)
-        rows, out_hw = im2col(padded, kh, kw)
+        rows, out_hw = im2col(padded, kh, kw)  # stride 1: a strided output is the stride-1 one read sparsely
         g = dilate(grad_output.data, out_hw, self.stride)
         g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)
-        ### BEGIN SOLUTION
         grad_w = (g_rows.T @ rows).reshape(w.shape)
         grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)
         grad_b = g.sum(axis=(0, 2, 3))
-        ### END SOLUTION
-        grad_x = _crop(grad_padded, widths)
-        grads = (Tensor(grad_x), Tensor(grad_w))
+        grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))
         return grads + (Tensor(grad_b),) if len(self.saved_tensors) == 3 else grads
+        ### END SOLUTION
 
 # %% ../../notebooks/12_conv.ipynb #c12-011
 def window(x, k, stride=None):
