@@ -303,7 +303,7 @@ def bench_memory(rows, steps=10_000):
 # 5. Autograding throughput -------------------------------------------------------------------------------------------
 
 
-PARTS = ("start", "package", "sandbox", "imports", "student_code", "verdict", "page")  # grading.job.record_times
+PARTS = ("start", "package", "sandbox", "imports", "student_code", "verdict", "page")  # grading.grade.job.record_times
 
 # The instructor's notebook, its cells run once in one process with the reference package: the tests' own cost.
 TESTS_ONLY = """
@@ -321,15 +321,15 @@ print(json.dumps(time.perf_counter() - start))
 
 def bench_grading(rows):
     """The demo's class (alice solved everything, bob handed in the release: 28 notebooks), one worker, then all cores;
-    with one worker, where each job's time went (grading.job.record_times), and what the tests themselves cost."""
+    with one worker, where each job's time went (grading.grade.job.record_times), and what the tests themselves cost."""
     import json
     import subprocess
     import tempfile
 
-    from grading.autograde import autograde
-    from grading.demo import make_submissions
-    from grading.notebooks import course_notebooks
-    from grading.release import release
+    from grading.authoring.release import release
+    from grading.common.notebooks import course_notebooks
+    from grading.examples.demo import make_submissions
+    from grading.grade.autograde import autograde
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -4,13 +4,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from .defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
-from .errors import GradingError
+from .common.defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
+from .common.errors import GradingError
 
 
 def cmd_metadata(args):
-    from .convention import apply_convention, mismatches
-    from .notebooks import course_notebooks
+    from .authoring.convention import apply_convention, mismatches
+    from .common.notebooks import course_notebooks
 
     paths = [Path(p) for p in args.notebooks] or list(course_notebooks().values())
     if args.check:
@@ -27,7 +27,7 @@ def cmd_metadata(args):
 
 
 def cmd_pictures(args):
-    from .pictures import keep_pictures
+    from .authoring.pictures import keep_pictures
 
     counts = keep_pictures()
     print("pictures kept: " + ", ".join(f"{stem} {n}" for stem, n in counts.items()) + " (commit the notebooks)")
@@ -35,8 +35,8 @@ def cmd_pictures(args):
 
 
 def cmd_export(args):
-    from .check import package_root
-    from .export import export_package
+    from .student.check import package_root
+    from .student.export import export_package
 
     root = package_root(Path.cwd())
     export_package(root)
@@ -45,7 +45,7 @@ def cmd_export(args):
 
 
 def cmd_release(args):
-    from .release import release
+    from .authoring.release import release
 
     assignments = release(args.out, update=args.update, force=args.force, log=print)
     print(f"student kit with {len(assignments)} assignments {'updated in' if args.update else 'written to'} {args.out}")
@@ -67,7 +67,7 @@ def _progress():
 
 
 def cmd_autograde(args):
-    from .autograde import autograde
+    from .grade.autograde import autograde
 
     warn_if_unsafe(args)
     rows = autograde(
@@ -96,14 +96,14 @@ def cmd_autograde(args):
 
 
 def late_policy(args):
-    "The late policy of --due, --due-file, --released, --late-penalty and --trust-timestamps (grading.late)."
-    from .late import make_policy
+    "The late policy of --due, --due-file, --released, --late-penalty and --trust-timestamps (grading.reports.late)."
+    from .reports.late import make_policy
 
     return make_policy(args.due or (), args.due_file, args.late_penalty, args.released, args.trust_timestamps)
 
 
 def warn_if_unsafe(args):
-    from .sandbox import problem
+    from .sandbox.sandbox import problem
 
     if args.unsafe_no_sandbox and problem() is not None:
         print(
@@ -115,7 +115,7 @@ def warn_if_unsafe(args):
 
 
 def cmd_gradescope(args):
-    from .gradescope import build
+    from .lms.gradescope import build
 
     path = build(args.out, args.assignment, args.secret_file, args.late_penalty, args.hidden_visibility)
     print(f"Gradescope autograder written to {path}: upload it as the programming assignment's autograder")
@@ -130,7 +130,7 @@ def print_outputs(out):
 
 
 def cmd_check(args):
-    from .check import HIDDEN, run_tests
+    from .student.check import HIDDEN, run_tests
 
     results = run_tests(args.notebook)
     for name, points, status, message in results:
@@ -153,7 +153,7 @@ def cmd_check(args):
 
 def written_answers(notebook):
     "[(name, points)] of the notebook's written answers, which the instructor marks by hand."
-    from .notebooks import is_manual_answer, nbgrader_meta, read_notebook
+    from .common.notebooks import is_manual_answer, nbgrader_meta, read_notebook
 
     cells = read_notebook(notebook).cells
     return [
@@ -162,10 +162,10 @@ def written_answers(notebook):
 
 
 def cmd_demo(args):
-    from .autograde import autograde
-    from .demo import make_submissions
-    from .notebooks import REPO
-    from .release import export_package, release
+    from .authoring.release import export_package, release
+    from .common.notebooks import REPO
+    from .examples.demo import make_submissions
+    from .grade.autograde import autograde
 
     out = Path(args.out)
     print("1/4 exporting the notebooks into tinytorch/")
@@ -175,7 +175,7 @@ def cmd_demo(args):
     print(f"3/4 making two submissions in {out / 'submissions'}: alice (solved), bob (untouched release)")
     make_submissions(out / "release", out / "submissions")
     print(f"4/4 autograding into {out / 'grades'}")
-    from .sandbox import problem
+    from .sandbox.sandbox import problem
 
     if problem() is not None:
         print(
@@ -193,7 +193,7 @@ def cmd_demo(args):
 
 def demo_mismatches(rows):
     "How the demo's table differs from the README's promise (alice full marks, bob 0, in every graded notebook)."
-    from .autograde import graded_assignments
+    from .grade.autograde import graded_assignments
 
     expected = graded_assignments()
     wrong = [f"{r.student}/{r.assignment}: not graded ({r.note})" for r in rows if r.problem]
@@ -211,9 +211,9 @@ def demo_mismatches(rows):
 
 
 def cmd_class(args):
-    from .autograde import autograde
-    from .classroom import NEEDS_SANDBOX, compare, make_class
-    from .release import release
+    from .authoring.release import release
+    from .examples.classroom import NEEDS_SANDBOX, compare, make_class
+    from .grade.autograde import autograde
 
     out = Path(args.out)
     print(f"1/3 releasing the student kit into {out / 'kit'}")
@@ -233,7 +233,7 @@ def cmd_class(args):
         unsafe_no_sandbox=args.unsafe_no_sandbox,
     )
     print_table(rows)
-    from .sandbox import problem
+    from .sandbox.sandbox import problem
 
     if problem() is not None:
         for student in sorted(NEEDS_SANDBOX):
@@ -250,7 +250,7 @@ def cmd_class(args):
 
 
 def cmd_export_grades(args):
-    from .lms import export_grades
+    from .lms.lms import export_grades
 
     report = export_grades(
         args.grading_dir,
@@ -274,7 +274,7 @@ def plural(count, noun):
 
 
 def cmd_collect(args):
-    from .collect import collect
+    from .lms.collect import collect
 
     result = collect(args.download, args.lms, args.out, force=args.force, notebooks_dir=args.notebooks)
     for line in result.warnings:

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 def failure(notebook, test, old, new):
     "The failure message of test cell `test` of `notebook` when `old` is replaced by `new` in its solutions, or None."
     sys.path.insert(0, str(REPO))
-    from grading.notebooks import read_notebook
+    from grading.common.notebooks import read_notebook
 
     nb = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
     os.chdir(REPO / "notebooks")

@@ -1,8 +1,8 @@
-"""grading/analytic.py: a gradient from a formula agrees with the reference to rounding, a numerical one does not."""
+"""grading/grade/analytic.py: a gradient from a formula agrees with the reference to rounding, a numerical one does not."""
 
 import numpy as np
 
-from grading.analytic import message, numerical_gaps
+from grading.grade.analytic import message, numerical_gaps
 from tinytorch.core.tensor import Tensor
 
 rng = np.random.default_rng(5)
@@ -91,7 +91,7 @@ def add_rule(a, b, grad_output, step=None):
 
 
 def test_a_linear_rule_by_differences_with_a_large_step_is_exact_until_magnitudes_mix():
-    from grading.analytic import MAGNITUDE, mixed_magnitudes, probe, probe_gaps
+    from grading.grade.analytic import MAGNITUDE, mixed_magnitudes, probe, probe_gaps
     from tinytorch.core.elementwise import AddBackward
 
     a, b = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
@@ -111,7 +111,7 @@ def test_a_linear_rule_by_differences_with_a_large_step_is_exact_until_magnitude
 
 
 def test_a_probe_says_nothing_about_negligible_or_misshapen_gradients():
-    from grading.analytic import probe_gaps
+    from grading.grade.analytic import probe_gaps
 
     assert probe_gaps((np.zeros(3),), (np.zeros(3),), np.ones(3)) is None
     assert probe_gaps((g,), (g.T,), g) is None

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
-from grading.clock import Budget
-from grading.demo import solved
-from grading.notebooks import read_notebook, write_notebook
+from grading.common.answers import solved
+from grading.common.notebooks import read_notebook, write_notebook
+from grading.grade.clock import Budget
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = REPO / "tests" / "artifacts" / "jupyterlab-01_tensor.png"
@@ -116,7 +116,7 @@ def jupyterlab(student_kit, tmp_path_factory):
 
 
 def wait_for(page, selector, seconds, timeout_error):
-    "Wait for `selector` up to `seconds` of a quiet machine's time: longer while the machine is busy (grading.clock)."
+    "Wait for `selector` up to `seconds` of a quiet machine's time: longer while the machine is busy (grading.grade.clock)."
     budget = Budget(seconds)
     while True:
         try:

@@ -6,8 +6,8 @@ import json
 import numpy as np
 
 from conftest import REPO, run_cli
-from grading.demo import solved
-from grading.notebooks import read_notebook, write_notebook
+from grading.common.answers import solved
+from grading.common.notebooks import read_notebook, write_notebook
 from tinytorch.core.capstone import MAX_PARAMETERS, count_parameters, curve_recorder, measure, three_way_split
 from tinytorch.core.nn import Linear, ReLU, Sequential
 from tinytorch.core.training import load_digits
@@ -58,7 +58,7 @@ TRAINS_ON_EVERY_DIGIT = (
 
 
 def test_a_capstone_that_loads_the_digits_itself_to_train_on_the_held_out_images_loses_its_points(kit, tmp_path):
-    """While it is graded, the student's code runs with a package that holds no data (grading.job.build_package): it
+    """While it is graded, the student's code runs with a package that holds no data (grading.grade.job.build_package): it
     gets the digits only as the arrays it is passed, so it cannot train on the images it is measured on."""
     source = read_notebook(REPO / "notebooks" / "16_capstone.ipynb")
     released = read_notebook(kit / "16_capstone" / "16_capstone.ipynb")

@@ -1,4 +1,4 @@
-"""Limits for a sandbox as a whole (grading.cgroup): memory, processes and CPU hold for every process of one sandbox
+"""Limits for a sandbox as a whole (grading.sandbox.cgroup): memory, processes and CPU hold for every process of one sandbox
 together, a full /tmp ends at its size, and one sandbox's fork bomb leaves the next sandbox its processes."""
 
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grading import cgroup, sandbox
+from grading.sandbox import cgroup, sandbox
 
 
 def fake_v1(root, own="/grader"):

@@ -6,7 +6,7 @@ import sys
 import nbformat
 import pytest
 
-from grading.check import TCP_WARNING, kernel_stderr
+from grading.student.check import TCP_WARNING, kernel_stderr
 from tests.conftest import run_cli
 
 

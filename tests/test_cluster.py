@@ -1,4 +1,4 @@
-"""Grading on a Dask cluster (grading.cluster): a real `dask scheduler` and two `dask worker` processes on loopback
+"""Grading on a Dask cluster (grading.grade.cluster): a real `dask scheduler` and two `dask worker` processes on loopback
 grade a small class (alice solved, bob the untouched release, mallory a hostile 04) into the same grades.csv and
 gradebook.json as the local runner, also when a worker is killed in the middle of the run; then the whole demo class
 and the red team's class, each graded on the cluster and locally at the same time, with a worker killed in each."""
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
-from grading.classroom import ELEMENTWISE, only
-from grading.classroom import submission as solved_submission
-from grading.errors import GradingError
-from grading.notebooks import read_notebook, write_notebook
+from grading.common.errors import GradingError
+from grading.common.notebooks import read_notebook, write_notebook
+from grading.examples.classroom import ELEMENTWISE, only
+from grading.examples.classroom import submission as solved_submission
 
 NOTEBOOKS = ["01_tensor", ELEMENTWISE]
 OPTIONS = ["--cell-timeout", "20", "--notebook-timeout", "300"]
@@ -182,7 +182,7 @@ def test_a_dask_cluster_grades_the_class_as_the_local_runner_does(small_class, d
     page = root / "grades-dask" / "feedback" / "alice" / f"{ELEMENTWISE}.html"
     assert "mul_backward" in page.read_text()
     servers = [pid for worker in dask_cluster.workers for pid in descendants(worker.pid) if is_forkserver(pid)]
-    assert servers, "the Dask workers started their jobs without a fork server (grading.forkserver)"
+    assert servers, "the Dask workers started their jobs without a fork server (grading.grade.forkserver)"
 
 
 def descendants(pid):
@@ -203,7 +203,7 @@ def descendants(pid):
 
 def is_forkserver(pid):
     try:
-        return b"grading.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"grading.grade.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 
@@ -279,10 +279,10 @@ def scores(out):
 def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_each(kit, tmp_path):
     """The whole demo class (30 notebooks) and the red team's 42 submissions, each graded on the cluster while the same
     class is graded locally at the same time; in each cluster run a busy worker is killed (and a new one joins)."""
-    from grading.autograde import Row
-    from grading.classroom import compare
-    from grading.classroom import make_class as make_red_team
-    from grading.demo import make_submissions
+    from grading.examples.classroom import compare
+    from grading.examples.classroom import make_class as make_red_team
+    from grading.examples.demo import make_submissions
+    from grading.grade.autograde import Row
 
     make_submissions(kit, tmp_path / "demo")
     expected = make_red_team(kit, tmp_path / "red-team", grades=tmp_path / "red-team-dask")
@@ -418,7 +418,7 @@ def test_an_unreachable_scheduler_is_named_and_the_table_is_left_as_it_was(small
 
 
 def test_without_dask_the_message_says_how_to_install_it(monkeypatch):
-    from grading.cluster import start_client
+    from grading.grade.cluster import start_client
 
     monkeypatch.setitem(sys.modules, "distributed", None)
     with pytest.raises(GradingError, match=r'pip install "dask\[distributed\]"'):
@@ -426,7 +426,7 @@ def test_without_dask_the_message_says_how_to_install_it(monkeypatch):
 
 
 def test_a_worker_with_another_grader_grades_nothing_and_says_why():
-    from grading.cluster import grade_task
+    from grading.grade.cluster import grade_task
 
     reply = grade_task({"grader": "another"}, b"")
     assert reply["result"] is None and "another version of the grader" in reply["failure"]
@@ -435,8 +435,8 @@ def test_a_worker_with_another_grader_grades_nothing_and_says_why():
 def test_a_task_is_data_and_every_path_of_the_workers_spec_is_in_its_own_folder(tmp_path):
     from dataclasses import asdict, fields
 
-    from grading.cluster import make_task, worker_spec
-    from grading.job import Spec
+    from grading.grade.cluster import make_task, worker_spec
+    from grading.grade.job import Spec
 
     state = tmp_path / "grader" / ".grading"
     for name in ["submitted.ipynb", "instructor.ipynb"]:

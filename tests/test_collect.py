@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta, timezone
 import nbformat
 import pytest
 
-from grading import downloads
 from grading.cli import main
-from grading.collect import collect
-from grading.errors import GradingError
-from grading.lms_input import read_roster
-from grading.notebooks import REPO, nbgrader_meta, read_notebook
+from grading.common.errors import GradingError
+from grading.common.notebooks import REPO, nbgrader_meta, read_notebook
+from grading.lms import downloads
+from grading.lms.collect import collect
+from grading.lms.lms_input import read_roster
 from tests.conftest import run_cli
 
 COURSE = ("02_function", "03_gradcheck")
@@ -211,7 +211,7 @@ def test_a_flat_folder_takes_either_layout_and_refuses_links(tmp_path, course):
     rows = report(out)
     assert "symbolic link" in rows["carol/02_function.ipynb"]["note"]
     assert "symbolic link" in rows["mallory"]["note"]
-    assert "cannot name a student's folder" in rows["'-eve/02_function.ipynb"]["note"]  # ' : grading.csvsafe
+    assert "cannot name a student's folder" in rows["'-eve/02_function.ipynb"]["note"]  # ' : grading.common.csvsafe
 
 
 def test_zip_members_outside_the_download_links_and_too_large_ones_are_refused(tmp_path, course, monkeypatch):
@@ -313,7 +313,7 @@ def test_a_bad_download_or_option_is_one_error_line(tmp_path, course, capsys, mo
 
 @pytest.mark.slow
 def test_collect_then_autograde_grades_the_notebook_late_by_the_lms_time(tmp_path):
-    from grading.sandbox import problem
+    from grading.sandbox.sandbox import problem
 
     solved = (REPO / "notebooks" / "02_function.ipynb").read_bytes()  # the instructor's: full marks
     metadata = (

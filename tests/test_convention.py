@@ -4,8 +4,8 @@ import nbformat
 import pytest
 
 from conftest import REPO, run_cli
-from grading.convention import derive_cell, derive_notebook
-from grading.errors import GradingError
+from grading.authoring.convention import derive_cell, derive_notebook
+from grading.common.errors import GradingError
 
 
 def code(source):
@@ -65,7 +65,9 @@ def test_duplicate_ids_are_refused():
         derive_notebook(nb, "nb.ipynb")
 
 
-GIVEN_CHAPTERS = {"15_viz.ipynb"}  # given code only: released to read, not graded (grading/autograde.py skips them)
+GIVEN_CHAPTERS = {
+    "15_viz.ipynb"
+}  # given code only: released to read, not graded (grading/grade/autograde.py skips them)
 
 
 def test_every_exercise_has_tests_worth_points():

@@ -5,7 +5,7 @@ import sys
 import threading
 import time
 
-from grading.course import Course
+from grading.authoring.course import Course
 
 
 class SlowAPI:

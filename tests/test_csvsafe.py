@@ -1,4 +1,4 @@
-"""grading.csvsafe: a CSV cell that would start a spreadsheet formula gets a single quote in front (OWASP's advice);
+"""grading.common.csvsafe: a CSV cell that would start a spreadsheet formula gets a single quote in front (OWASP's advice);
 plain numbers and ordinary text are left as they are."""
 
 import csv
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from grading.csvsafe import safe_cell, writer
+from grading.common.csvsafe import safe_cell, writer
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from grading.notebooks import read_notebook
+from grading.common.notebooks import read_notebook
 from tinytorch.core import activations, conv, elementwise, losses, reductions
 from tinytorch.core.tensor import Tensor
 

@@ -4,8 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from grading import marking  # noqa: E402
-from grading.autograde import Row, plot_distribution, student_percentages  # noqa: E402
+from grading.grade.autograde import Row, plot_distribution, student_percentages  # noqa: E402
+from grading.reports import marking  # noqa: E402
 
 
 def test_a_missing_or_ungraded_submission_is_left_out_not_counted_as_zero():

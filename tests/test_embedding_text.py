@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grading.notebooks import read_notebook
+from grading.common.notebooks import read_notebook
 from tinytorch.core import embedding as M
 from tinytorch.core.autograd import enable_autograd
 from tinytorch.core.nn import Linear

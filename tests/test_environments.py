@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from grading.demo import solved
-from grading.notebooks import read_notebook, write_notebook
+from grading.common.answers import solved
+from grading.common.notebooks import read_notebook, write_notebook
 
 pytestmark = pytest.mark.slow
 NB = "02_function"  # a short notebook: 4 points, a few seconds to grade

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from grading.demo import solved
-from grading.notebooks import read_notebook, write_notebook
+from grading.common.answers import solved
+from grading.common.notebooks import read_notebook, write_notebook
 
 pytestmark = pytest.mark.slow
 NB = "02_function"
@@ -46,7 +46,7 @@ def table(out):
 
 def processes_mentioning(text):
     """The pids of processes whose command line or output file holds `text`: jobs and sandboxes name the run's
-    folder on their command line, and a job writes into its log, named after its spec (grading.forkserver)."""
+    folder on their command line, and a job writes into its log, named after its spec (grading.grade.forkserver)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:

@@ -1,4 +1,4 @@
-"""The student's feedback page (grading.page): made by the grader from the verdict's one run of the notebook (what
+"""The student's feedback page (grading.reports.page): made by the grader from the verdict's one run of the notebook (what
 came back from the sandbox is data), sanitised, with the verdict's score only, and its maths typeset offline by a
 MathJax beside the pages."""
 
@@ -14,14 +14,15 @@ import nbformat
 import pytest
 
 from conftest import run_cli
-from grading.demo import solved
-from grading.errors import GradingError
-from grading.feedback import PLACEHOLDER, publish
-from grading.notebooks import nbgrader_meta, read_notebook, write_notebook
-from grading.page import (
+from grading.common.answers import solved
+from grading.common.errors import GradingError
+from grading.common.notebooks import nbgrader_meta, read_notebook, write_notebook
+from grading.reports.feedback import publish
+from grading.reports.page import (
     MATHJAX_FOLDER,
     MATHJAX_URL,
     NOT_RUN,
+    PLACEHOLDER,
     PageCache,
     install_mathjax,
     plain_notebook,

@@ -8,11 +8,11 @@ import nbformat
 import pytest
 
 from conftest import REPO, run_cli
-from grading.autograde import page_path, refeedback, result_path
-from grading.demo import solved
-from grading.errors import GradingError
-from grading.feedback import publish
-from grading.notebooks import read_notebook, write_notebook
+from grading.common.answers import solved
+from grading.common.errors import GradingError
+from grading.common.notebooks import read_notebook, write_notebook
+from grading.grade.autograde import page_path, refeedback, result_path
+from grading.reports.feedback import publish
 
 
 def result(**tests):

@@ -1,4 +1,4 @@
-"""The fork server (grading.forkserver): every grading job is a fresh fork of a process that has the grader imported,
+"""The fork server (grading.grade.forkserver): every grading job is a fresh fork of a process that has the grader imported,
 in a session of its own, with the status a new process would have; jobs die with the server, a dead server is
 replaced, and no job starts from what an earlier job left."""
 
@@ -11,9 +11,9 @@ import time
 import pytest
 
 from conftest import REPO, run_cli
-from grading.forkserver import ForkServer
-from grading.notebooks import read_notebook, write_notebook
-from grading.runner import job_env, kill
+from grading.common.notebooks import read_notebook, write_notebook
+from grading.grade.forkserver import ForkServer
+from grading.grade.runner import job_env, kill
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_a_job_has_its_own_session_and_killing_it_reports_the_signal(server, tmp
         time.sleep(0.01)
     assert os.getsid(job.pid) == job.pid != os.getsid(0)
     assert job.poll() is None
-    kill(job)  # as grading.runner does: the job's whole process group
+    kill(job)  # as grading.grade.runner does: the job's whole process group
     assert job.returncode == -signal.SIGKILL and not alive(job.pid)
 
 
@@ -91,7 +91,7 @@ grading.earlier_job = True
 def test_every_job_starts_from_the_servers_state_and_not_an_earlier_jobs(kit, tmp_path):
     """An instructor's test cell (it runs in the job's own process) that fails if the process is not a fork of the
     warm server or holds what another job put there: three students, one worker, every one full marks."""
-    from grading.demo import solved
+    from grading.common.answers import solved
 
     shutil.copytree(REPO / "notebooks", tmp_path / "nbs", ignore=shutil.ignore_patterns(".*"))
     path = tmp_path / "nbs" / "01_tensor.ipynb"

@@ -1,4 +1,4 @@
-"""The Gradescope autograder (grading/gradescope.py): the zip, and run_autograder run as Gradescope runs it, in a
+"""The Gradescope autograder (grading/lms/gradescope.py): the zip, and run_autograder run as Gradescope runs it, in a
 folder laid out as Gradescope lays out /autograder (source/ = the unzipped zip, submission/, results/), with the
 Python of this venv instead of the one setup.sh makes."""
 
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
-from grading import gradescope
-from grading.demo import solved
-from grading.errors import GradingError
-from grading.notebooks import nbgrader_meta, read_notebook, write_notebook
+from grading.common.answers import solved
+from grading.common.errors import GradingError
+from grading.common.notebooks import nbgrader_meta, read_notebook, write_notebook
+from grading.lms import gradescope
 
 ASSIGNMENT = "01_tensor"  # the shortest notebook to grade
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="the student-user fallback needs a grader running as root")
@@ -76,7 +76,7 @@ def test_the_zip_holds_setup_run_autograder_and_the_course(autograder_zip):
         config = json.loads(archive.read("gradescope.json"))
         setup = archive.read("setup.sh").decode()
     assert {"setup.sh", "run_autograder", "course-secret", "course/pyproject.toml"} <= names
-    assert f"course/notebooks/{ASSIGNMENT}.ipynb" in names and "course/grading/gradescope.py" in names
+    assert f"course/notebooks/{ASSIGNMENT}.ipynb" in names and "course/grading/lms/gradescope.py" in names
     assert not any(name.startswith("course/tests/") for name in names)
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert config == {"assignments": [ASSIGNMENT], "late_penalty": "10%/day", "hidden_visibility": "after_published"}

@@ -13,11 +13,11 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import REPO, run_cli
-from grading.autograde import Row, apply_late, write_gradebook, write_table
-from grading.late import Late
-from grading.lms import export_grades, mark_entry
-from grading.marking import Marks, revert_test_edit
-from grading.notebooks import read_notebook, write_notebook
+from grading.common.notebooks import read_notebook, write_notebook
+from grading.grade.autograde import Row, apply_late, write_gradebook, write_table
+from grading.lms.lms import export_grades, mark_entry
+from grading.reports.late import Late
+from grading.reports.marking import Marks, revert_test_edit
 
 ASSIGNMENT = "01_tensor"
 AUTO = 13.0  # the points of 01_tensor's tests; its three written answers have 1 point each
@@ -97,7 +97,7 @@ def test_a_test_score_given_in_formgrader_is_cleared_and_said():
 
 def give(db, marks):
     "Set grades in OUT/marking/gradebook.db as formgrader does: {(student, grade name): manual score}."
-    from grading.course import gradebook
+    from grading.authoring.course import gradebook
 
     with gradebook(f"sqlite:///{db}") as gb:
         for (student, name), score in marks.items():
@@ -107,7 +107,7 @@ def give(db, marks):
 
 
 def grade_of(db, student, name):
-    from grading.course import gradebook
+    from grading.authoring.course import gradebook
 
     with gradebook(f"sqlite:///{db}") as gb:
         grade = gb.find_grade(name, ASSIGNMENT, ASSIGNMENT, student)
@@ -118,8 +118,8 @@ def grade_of(db, student, name):
 def marked(tmp_path_factory):
     """01_tensor graded for alice (solved), bob (untouched) and carol (solved, 30 hours late at 10%/day); then alice's
     answers marked, one of bob's, carol's; a test of alice's given 0 in formgrader; and autograde run again."""
-    from grading.demo import solved
-    from grading.release import student_notebooks
+    from grading.authoring.release import student_notebooks
+    from grading.common.answers import solved
 
     root = tmp_path_factory.mktemp("marks")
     shutil.copytree(REPO / "notebooks", root / "nbs", ignore=shutil.ignore_patterns(".*"))

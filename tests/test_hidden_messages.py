@@ -3,8 +3,8 @@ that raises its inputs as its message would print the hidden inputs), while the 
 
 import pytest
 
-from grading import wire
-from grading.verdict import exception_of, run_cell
+from grading.grade.verdict import exception_of, run_cell
+from grading.sandbox import wire
 
 
 def raising(message, kind="ValueError"):
@@ -62,7 +62,7 @@ def bare_asserts(source):
 def test_no_test_cell_fails_with_a_bare_assertion_error():
     "A failing check says what was computed from which input and what was expected, never just 'AssertionError:'."
     from conftest import REPO
-    from grading.notebooks import read_notebook
+    from grading.common.notebooks import read_notebook
 
     bare = []
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):

@@ -7,9 +7,17 @@ import sys
 import tomllib
 
 from conftest import REPO
-from grading.release import STUDENT_KIT
+from grading.authoring.release import STUDENT_KIT
 
 INSTRUCTOR_MODULES = {"autograde", "job", "verdict", "outputs", "worker", "wire", "sandbox", "classroom", "lms"}
+INSTRUCTOR_PACKAGES = {
+    "authoring",
+    "grade",
+    "sandbox",
+    "reports",
+    "lms",
+    "examples",
+}  # none of their files is in the kit
 
 
 def imported_modules(path):
@@ -24,14 +32,18 @@ def imported_modules(path):
 
 
 def declared_distributions():
-    project = tomllib.loads((REPO / "grading" / "kit" / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((REPO / "grading" / "authoring" / "kit" / "pyproject.toml").read_text())["project"]
     return {re.split(r"[<>=!~\[ ]", requirement)[0].lower() for requirement in project["dependencies"]}
 
 
 def test_kit_lists_only_files_that_exist_and_no_instructor_module():
     for name in STUDENT_KIT:
         assert (REPO / "grading" / name).is_file(), name
-    assert not INSTRUCTOR_MODULES & {name.removesuffix(".py") for name in STUDENT_KIT}
+    assert not INSTRUCTOR_MODULES & {name.removesuffix(".py").split("/")[-1] for name in STUDENT_KIT}
+    assert not INSTRUCTOR_PACKAGES & {name.split("/")[0] for name in STUDENT_KIT}
+    for name in STUDENT_KIT:  # a package's files come with its __init__.py
+        parts = name.split("/")
+        assert len(parts) == 1 or "/".join([*parts[:-1], "__init__.py"]) in STUDENT_KIT, name
 
 
 def test_kit_pyproject_declares_every_third_party_import_of_the_kit():
@@ -42,20 +54,29 @@ def test_kit_pyproject_declares_every_third_party_import_of_the_kit():
     providers = importlib.metadata.packages_distributions()
     declared = declared_distributions()
     missing = {name for name in wanted if not {d.lower() for d in providers.get(name, [name])} & declared}
-    assert not missing, f"grading/kit/pyproject.toml does not declare what provides {sorted(missing)}"
+    assert not missing, f"grading/authoring/kit/pyproject.toml does not declare what provides {sorted(missing)}"
 
 
 def test_kit_files_import_only_kit_files_at_module_level():
     "The instructor's commands are imported inside cli.py's functions; in the kit they end in a one-line error."
-    kit = {name.removesuffix(".py") for name in STUDENT_KIT}
+    kit = set(STUDENT_KIT)
     for name in STUDENT_KIT:
         for node in ast.parse((REPO / "grading" / name).read_text()).body:
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-                assert node.module in kit, f"grading/{name} imports .{node.module}, which the kit does not contain"
+            if isinstance(node, ast.ImportFrom) and node.level:
+                needed = _kit_file(name, node)
+                assert needed in kit, f"grading/{name} imports {needed}, which the kit does not contain"
     for function in ("cmd_check", "cmd_export"):
         source = ast.get_source_segment(cli := (REPO / "grading" / "cli.py").read_text(), _function(cli, function))
-        imported = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.level == 1}
+        imported = {_kit_file("cli.py", n) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)}
         assert imported <= kit, f"{function} needs {sorted(imported - kit)}, which the kit does not contain"
+
+
+def _kit_file(name, node):
+    "The file of grading/ (as a STUDENT_KIT entry) that the relative import `node` in grading/`name` reads."
+    folder = name.split("/")[:-1]
+    folder = folder[: len(folder) - (node.level - 1)]
+    path = "/".join([*folder, *(node.module or "").split(".")])
+    return f"{path}.py" if (REPO / "grading" / f"{path}.py").is_file() else f"{path}/__init__.py"
 
 
 def _function(source, name):

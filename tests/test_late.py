@@ -1,4 +1,4 @@
-"""The late policy (grading.late): due dates, the penalty, the submission's time (the file's, or a trusted
+"""The late policy (grading.reports.late): due dates, the penalty, the submission's time (the file's, or a trusted
 timestamp.txt), and the grade table's columns. Every time is fixed: no test sleeps or reads the clock."""
 
 import csv
@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from conftest import run_cli
-from grading.autograde import Row, apply_late, write_table
-from grading.errors import GradingError
-from grading.late import Policy, assess, make_policy, parse_penalty, parse_time
+from grading.common.errors import GradingError
+from grading.grade.autograde import Row, apply_late, write_table
+from grading.reports.late import Policy, assess, make_policy, parse_penalty, parse_time
 
 NOW = parse_time("2026-12-10T12:00+00:00", "test")
 DUE = "2026-12-01T23:59+00:00"
@@ -174,7 +174,7 @@ def test_the_command_refuses_a_bad_due_date_before_grading(tmp_path):
 def test_the_lms_export_takes_the_final_score():
     from types import SimpleNamespace
 
-    from grading.lms import grade_cell
+    from grading.lms.lms import grade_cell
 
     book = {"ada": {"09_nn": {"score": 10, "max_score": 12, "final_score": 8}}, "bo": {"09_nn": {"score": 12}}}
     assert grade_cell(book, SimpleNamespace(student="ada"), "09_nn", "blank") == "8"

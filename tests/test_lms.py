@@ -9,8 +9,8 @@ import json
 import pytest
 
 from conftest import run_cli
-from grading.errors import GradingError
-from grading.lms import export_grades, read_roster
+from grading.common.errors import GradingError
+from grading.lms.lms import export_grades, read_roster
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
 

@@ -10,16 +10,16 @@ import nbformat
 import pytest
 
 from conftest import REPO, run_cli
-from grading.autograde import Row, write_table
+from grading.authoring.convention import apply_convention, derive_cell, derive_notebook, manual_answers
+from grading.authoring.release import find_leaks, release, scan_for_solutions
 from grading.cli import written_answers
-from grading.convention import apply_convention, derive_cell, derive_notebook, manual_answers
-from grading.errors import GradingError
-from grading.job import manual_note, manual_points
-from grading.job import test_cells as autograded_tests
-from grading.lms import export_grades
-from grading.marking import as_plain_text, marking_notebook
-from grading.notebooks import read_notebook, write_notebook
-from grading.release import find_leaks, release, scan_for_solutions
+from grading.common.errors import GradingError
+from grading.common.notebooks import read_notebook, write_notebook
+from grading.grade.autograde import Row, write_table
+from grading.grade.job import manual_note, manual_points
+from grading.grade.job import test_cells as autograded_tests
+from grading.lms.lms import export_grades
+from grading.reports.marking import as_plain_text, marking_notebook
 
 QUESTION = "Why does `SumBackward` return a gradient of ones, shaped like the input?"
 MODEL = "Every input element adds to the sum with slope one, so each gets the incoming gradient unchanged."
@@ -181,8 +181,8 @@ def test_release_replaces_the_model_answer(tmp_path):
 def graded(tmp_path_factory):
     """The course with a question and its answer cell added to 01_tensor; alice solved 01 and answered, bob handed in
     its student version untouched."""
-    from grading.demo import solved
-    from grading.release import student_notebooks
+    from grading.authoring.release import student_notebooks
+    from grading.common.answers import solved
 
     root = tmp_path_factory.mktemp("manual")
     shutil.copytree(REPO / "notebooks", root / "nbs", ignore=shutil.ignore_patterns(".*"))

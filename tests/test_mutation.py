@@ -11,8 +11,8 @@ import json
 import pytest
 
 from conftest import REPO, run_cli
-from grading.demo import solved
-from grading.notebooks import read_notebook, strip_markers, write_notebook
+from grading.common.answers import solved
+from grading.common.notebooks import read_notebook, strip_markers, write_notebook
 
 OVERWRITE = "out = np.zeros({shape})\n        out[{index}] = grad_output.data\n        return (Tensor(out),)"
 RECURSIVE_ORDER_OLD = """    while stack:
@@ -778,7 +778,7 @@ STUDENT_BUGS = [
 ]
 MUTANTS += STUDENT_BUGS
 
-# Rules that differentiate their own copy of the forward by central differences (grading/analytic.py): they pass the
+# Rules that differentiate their own copy of the forward by central differences (grading/grade/analytic.py): they pass the
 # tests' tolerance, so only the grader's comparison with the reference rule catches them.
 NUMERICAL_RULES = [
     (
@@ -1270,7 +1270,7 @@ def alternative_groups():
 
 
 def mutate(*edits):
-    "An edit for demo.solved(): replace each `old` by its `new` in the solution cell that holds it."
+    "An edit for answers.solved(): replace each `old` by its `new` in the solution cell that holds it."
 
     def edit(grade_id, code):
         for old, new in edits:

@@ -3,10 +3,10 @@ export; and a student's folder name never reaches grades.csv as a formula."""
 
 import csv
 
-from grading import lms
-from grading.autograde import Row, failed_result, write_table
-from grading.job import Spec
-from grading.lms_input import Person
+from grading.grade.autograde import Row, failed_result, write_table
+from grading.grade.job import Spec
+from grading.lms import lms
+from grading.lms.lms_input import Person
 
 
 def spec():

@@ -7,7 +7,7 @@ import pytest
 from test_notebook_errors import cell_source, notebook_text, with_solution
 
 from conftest import REPO
-from grading.notebooks import nbgrader_meta, read_notebook
+from grading.common.notebooks import nbgrader_meta, read_notebook
 from tinytorch.core.nn import Linear
 
 GIVEN = ["c09-002", "c09-003", "c09-005", "c09-007", "c09-009", "c09-init"]
@@ -86,7 +86,7 @@ def test_notebook_09_does_not_give_linear_s_answer_in_its_released_text():
 
 def hidden_init_test(variant, linear=Linear):
     "Notebook 09's hidden init_bound test as one student's variant draws it, with `linear` as the student's Linear."
-    from grading import variant as variants
+    from grading.grade import variant as variants
     from tinytorch.core.nn import init_bound
     from tinytorch.core.tensor import Tensor
 

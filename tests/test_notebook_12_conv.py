@@ -5,7 +5,7 @@ import numpy as np
 from test_notebook_errors import cell_source, notebook_text, with_solution
 
 from conftest import REPO
-from grading.notebooks import read_notebook
+from grading.common.notebooks import read_notebook
 from tinytorch.core.autograd import enable_autograd
 from tinytorch.core.conv import Conv2dBackward, conv2d, im2col, max_pool2d
 from tinytorch.core.tensor import Tensor

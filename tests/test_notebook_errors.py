@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grading.notebooks import read_notebook
+from grading.common.notebooks import read_notebook
 from tinytorch.core import reductions
 from tinytorch.core.autograd import enable_autograd
 from tinytorch.core.gradcheck import check_backward

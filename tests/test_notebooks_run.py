@@ -1,5 +1,5 @@
 """Every notebook runs top to bottom, solutions in place, without an error: every code cell runs, and none fails.
-Then, in the same kernel, every hidden test is run again for many students' draws (grading.variant): the reference
+Then, in the same kernel, every hidden test is run again for many students' draws (grading.grade.variant): the reference
 must pass each student's hidden inputs, or the grader's reference check refuses a whole run (09's He depth check once
 failed 1 draw in 17).
 
@@ -12,7 +12,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
 from conftest import REPO
-from grading.notebooks import HIDDEN_BEGIN
+from grading.common.notebooks import HIDDEN_BEGIN
 
 pytestmark = pytest.mark.slow  # runs every notebook in a kernel
 
@@ -21,7 +21,7 @@ DRAWS = 40  # students' variants each hidden test is run for, after the notebook
 
 ACROSS_VARIANTS = """\
 # the instructor's hidden tests again, for {draws} students' draws
-from grading import variant as _variant
+from grading.grade import variant as _variant
 _failed = []
 for _student in range({draws}):
     _variant.use(f"reference-check-{{_student:02d}}")

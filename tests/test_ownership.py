@@ -1,10 +1,10 @@
-"""The tests' data belong to the grader (grading.ownership): a student's function may change only what its exercise
+"""The tests' data belong to the grader (grading.grade.ownership): a student's function may change only what its exercise
 declares; an array of anything else changed in place fails the call naming it, and other changes are not read back."""
 
 import numpy as np
 import pytest
 
-from grading.ownership import MAY_CHANGE, check_changes, object_paths
+from grading.grade.ownership import MAY_CHANGE, check_changes, object_paths
 
 WORKER = 1 << 40
 

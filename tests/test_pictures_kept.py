@@ -1,8 +1,8 @@
-"""The solution notebooks keep the pictures of grading/pictures.py (for a reader on the web) and no other output."""
+"""The solution notebooks keep the pictures of grading/authoring/pictures.py (for a reader on the web) and no other output."""
 
 from conftest import REPO
-from grading.notebooks import read_notebook
-from grading.pictures import PICTURES, images
+from grading.authoring.pictures import PICTURES, images
+from grading.common.notebooks import read_notebook
 
 
 def test_listed_cells_keep_a_picture_and_nothing_else_keeps_an_output():

@@ -1,4 +1,4 @@
-"""Red team: a class of 41 generated submissions (grading/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 41 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
-from grading.autograde import Row
-from grading.classroom import DAEMON_MARK, ELEMENTWISE, NEEDS_SANDBOX, REDTEAM_PORT, compare, make_class
-from grading.notebooks import read_notebook, write_notebook
-from grading.sandbox import problem
+from grading.common.notebooks import read_notebook, write_notebook
+from grading.examples.classroom import DAEMON_MARK, ELEMENTWISE, NEEDS_SANDBOX, REDTEAM_PORT, compare, make_class
+from grading.grade.autograde import Row
+from grading.sandbox.sandbox import problem
 
 pytestmark = pytest.mark.slow
 SANDBOX = problem() is None

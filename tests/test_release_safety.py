@@ -10,9 +10,9 @@ import pytest
 from release_helpers import course_copy, release_in
 
 from conftest import REPO
-from grading.errors import GradingError
-from grading.manifest import MANIFEST, compare, hashes, read_manifest, write_manifest
-from grading.release import check_output, put_in_place, update_in_place
+from grading.authoring.manifest import MANIFEST, compare, hashes, read_manifest, write_manifest
+from grading.authoring.release import check_output, put_in_place, update_in_place
+from grading.common.errors import GradingError
 
 NOTEBOOK = "02_function/02_function.ipynb"
 

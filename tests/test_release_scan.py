@@ -7,9 +7,9 @@ import nbformat
 import pytest
 from release_helpers import course_copy, release_in
 
-from grading.errors import GradingError
-from grading.notebooks import course_notebooks
-from grading.release import answer_parts, find_leaks, is_answer, normalise, scan_for_solutions
+from grading.authoring.release import answer_parts, find_leaks, is_answer, normalise, scan_for_solutions
+from grading.common.errors import GradingError
+from grading.common.notebooks import course_notebooks
 
 ANSWER = "return (grad_output * 2 * x,)"  # notebook 02's SquareBackward
 

@@ -7,8 +7,9 @@ import nbformat
 import pytest
 
 from conftest import REPO, run_cli
-from grading.demo import make_submissions, solved
-from grading.notebooks import read_notebook, solution_lines, write_notebook
+from grading.common.answers import solved
+from grading.common.notebooks import read_notebook, solution_lines, write_notebook
+from grading.examples.demo import make_submissions
 
 pytestmark = pytest.mark.slow  # releases the kit and autogrades it
 
@@ -41,8 +42,8 @@ def test_autograde_exits_zero_and_writes_one_row_per_student_and_notebook(graded
 
 
 def test_the_demo_check_finds_nothing_wrong_with_alice_and_bob(graded):
-    from grading.autograde import Row
     from grading.cli import demo_mismatches
+    from grading.grade.autograde import Row
 
     _, rows, _ = graded
     table = [
@@ -103,12 +104,16 @@ def test_kit_layout_and_its_own_package(kit):
     assert (kit / "01_tensor" / "01_tensor.ipynb").exists() and (kit / "settings.ini").exists()
     module = (kit / "tinytorch" / "core" / "elementwise.py").read_text()
     assert 'NotImplementedError("Exercise AddBackward in 04_elementwise.ipynb' in module
-    for stem in ["04_elementwise", "06_autograd"]:  # 06 keeps its pictures in the repository (grading/pictures.py)
+    for stem in [
+        "04_elementwise",
+        "06_autograd",
+    ]:  # 06 keeps its pictures in the repository (grading/authoring/pictures.py)
         nb = nbformat.read(kit / stem / f"{stem}.ipynb", 4)
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{stem}: outputs are cleared"
-    from grading.release import STUDENT_KIT
+    from grading.authoring.release import STUDENT_KIT
 
-    assert sorted(p.name for p in (kit / "grading").iterdir() if p.name != "__pycache__") == sorted(STUDENT_KIT)
+    shipped = [p.relative_to(kit / "grading").as_posix() for p in (kit / "grading").rglob("*") if p.is_file()]
+    assert sorted(p for p in shipped if "__pycache__" not in p) == sorted(STUDENT_KIT)
 
 
 def test_student_who_fills_a_cell_and_reexports_gets_their_code(kit, tmp_path):

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from grading import sandbox
+from grading.sandbox import sandbox
 
 
 def test_the_sandbox_starts_the_interpreter_as_it_was_started_not_its_target():

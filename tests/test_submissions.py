@@ -1,4 +1,4 @@
-"""Reading a folder of submissions (grading.submissions): whatever a folder holds, every other student is found, and
+"""Reading a folder of submissions (grading.grade.submissions): whatever a folder holds, every other student is found, and
 nothing is read through a link out of a student's own folder."""
 
 import json
@@ -9,9 +9,9 @@ import nbformat
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grading import submissions
-from grading.notebooks import nbgrader_meta, read_notebook
-from grading.submissions import find_submissions
+from grading.common.notebooks import nbgrader_meta, read_notebook
+from grading.grade import submissions
+from grading.grade.submissions import find_submissions
 
 KNOWN = {"01_tiny": {"cell-a", "cell-b"}}
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from conftest import REPO, run_cli
-from grading.demo import solved
-from grading.notebooks import nbgrader_meta, read_notebook, write_notebook
+from grading.common.answers import solved
+from grading.common.notebooks import nbgrader_meta, read_notebook, write_notebook
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Per-student variants of the hidden tests (grading.variant): each student's hidden tests draw their own inputs,
+"""Per-student variants of the hidden tests (grading.grade.variant): each student's hidden tests draw their own inputs,
 the same ones at every regrade with the same course secret; the visible tests are the same for everybody."""
 
 import json
@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from conftest import REPO
-from grading import variant
-from grading.errors import GradingError
-from grading.notebooks import HIDDEN_BEGIN, course_notebooks, read_notebook
+from grading.common.errors import GradingError
+from grading.common.notebooks import HIDDEN_BEGIN, course_notebooks, read_notebook
+from grading.grade import variant
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 
@@ -57,7 +57,7 @@ def test_only_hidden_tests_draw_from_the_variant():
     for stem, path in course_notebooks().items():
         for cell in read_notebook(path).cells:
             visible = cell.source.split(HIDDEN_BEGIN)[0]
-            assert "variant_rng" not in visible and "grading.variant" not in visible, f"{stem}: {cell.get('id')}"
+            assert "variant_rng" not in visible and "grading.grade.variant" not in visible, f"{stem}: {cell.get('id')}"
 
 
 def test_every_hidden_test_that_draws_random_inputs_draws_them_from_the_variant():
@@ -71,7 +71,7 @@ def test_every_hidden_test_that_draws_random_inputs_draws_them_from_the_variant(
                 fixed.append(f"{stem} {cell.get('id')}")
             elif "rng" in hidden:
                 assert "variant_rng(" in hidden, f"{stem} {cell.get('id')}: draws from a generator it did not make"
-    assert not fixed, f"hidden tests with a fixed seed (use grading.variant.variant_rng): {fixed}"
+    assert not fixed, f"hidden tests with a fixed seed (use grading.grade.variant.variant_rng): {fixed}"
 
 
 DRAW = r"""
@@ -80,7 +80,7 @@ import nbformat
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 os.chdir(sys.argv[1] + "/notebooks")
-from grading import variant
+from grading.grade import variant
 
 nb = nbformat.read("09_nn.ipynb", 4)
 setup = {"__name__": "__main__"}

@@ -51,3 +51,14 @@ def test_the_installed_package_runs_a_backward_pass(wheel):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "5.0"
+
+
+def test_the_wheel_has_every_grading_package_and_the_kit_files(wheel):
+    "packages.find takes grading's subpackages, and package-data the kit's own files (grading/authoring/kit)."
+    for package in (REPO / "grading").iterdir():
+        if (package / "__init__.py").is_file():
+            assert (wheel / "grading" / package.name / "__init__.py").is_file(), package.name
+    assert (wheel / "grading" / "sandbox" / "worker.py").is_file()
+    assert {p.name for p in (wheel / "grading" / "authoring" / "kit").iterdir()} == {"README.md", "pyproject.toml"}
+    top = {p.name for p in (wheel / "grading").glob("*.py")}
+    assert top == {"__init__.py", "__main__.py", "cli.py"}, f"{top}: a stale build/ of the flat grading/? remove build/"

@@ -1,4 +1,4 @@
-"""The trust boundary's message format (grading.wire) and the sandbox command line: fast unit tests."""
+"""The trust boundary's message format (grading.sandbox.wire) and the sandbox command line: fast unit tests."""
 
 import io
 import json
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import tinytorch  # noqa: F401  (Tensor as patched by enable_autograd)
-from grading import sandbox, verdict, wire
-from grading.notebooks import REPO, read_notebook
+from grading.common.notebooks import REPO, read_notebook
+from grading.grade import verdict
+from grading.sandbox import sandbox, wire
 from tinytorch.core.tensor import Tensor
 
 

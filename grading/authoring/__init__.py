@@ -1,0 +1,1 @@
+"""From the instructor's notebooks to the student kit: convention, release, manifest, pictures. See README.md."""

@@ -1,0 +1,143 @@
+"""The authoring convention: nbgrader metadata is derived from what the author writes in each cell.
+
+* A code cell containing `### BEGIN SOLUTION` is an exercise. Its grade id is `solution-` and the name of the
+  top-level class or function the first solution marker is in (`class AddBackward` -> `solution-AddBackward`).
+* A code cell whose first line is `# test: <name> (<n> points)` is a graded, read-only test cell worth n points.
+  Hidden tests go inside it between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`.
+* A markdown cell whose first line is `<!-- answer: <name> (<n> points) -->` is a written answer, marked by hand
+  (nbgrader's manually graded answer): the rest of the cell is the model answer, which the release replaces by
+  "YOUR ANSWER HERE". Its points are not autograded.
+* Every other cell is read-only.
+"""
+
+import re
+
+from ..common.errors import GradingError
+from ..common.notebooks import HIDDEN_BEGIN, SOLUTION_BEGIN, is_manual_answer, read_notebook, write_notebook
+
+TEST_HEADER = re.compile(r"^#\s*test:\s*(?P<name>[A-Za-z_][\w-]*)\s*\((?P<points>\d+(?:\.\d+)?)\s*points?\)\s*$")
+ANSWER_HEADER = re.compile(
+    r"^<!--\s*answer:\s*(?P<name>[A-Za-z_][\w-]*)\s*\((?P<points>\d+(?:\.\d+)?)\s*points?\)\s*-->\s*$"
+)
+ANSWER_START = re.compile(
+    r"^<!--\s*answer\b", re.IGNORECASE
+)  # what an author meant as an answer header, well formed or not
+SOLUTION_PREFIX = "solution-"
+DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # top level only
+
+
+def _meta(grade_id, grade=False, solution=False, points=None):
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": not solution,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
+    if points is not None:
+        meta["points"] = points
+    return meta
+
+
+def _points(text):
+    points = float(text)
+    return int(points) if points.is_integer() else points
+
+
+def manual_answers(nb):
+    "{grade id: points} of the answers marked by hand, in notebook order."
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"].get("points", 0)
+        for c in nb.cells
+        if is_manual_answer(c)
+    }
+
+
+def model_answer(source):
+    "The model answer of an answer cell: its text after the header line."
+    return "\n".join(source.lstrip().splitlines()[1:]).strip()
+
+
+def derive_answer_cell(source, first, where):
+    match = ANSWER_HEADER.match(first)
+    if not match:
+        raise GradingError(
+            f"{where}: malformed answer header {first!r}; write it as '<!-- answer: name (2 points) -->'."
+        )
+    if not model_answer(source):
+        raise GradingError(
+            f"{where}: the answer cell {match['name']!r} has no model answer; write it below the header "
+            "(the release replaces it by 'YOUR ANSWER HERE')."
+        )
+    return _meta(match["name"], grade=True, solution=True, points=_points(match["points"]))
+
+
+def derive_cell(cell, where):
+    "The nbgrader metadata this cell's content asks for; `where` names the cell in error messages."
+    source = cell.source
+    first = source.lstrip().splitlines()[0] if source.strip() else ""
+    if cell.cell_type == "code" and SOLUTION_BEGIN in source:
+        names = DEFINITION.findall(source[: source.index(SOLUTION_BEGIN)])
+        if not names:
+            raise GradingError(
+                f"{where}: a solution cell must define a class or function (its name is the "
+                "exercise's id); put the solution markers inside its body."
+            )
+        return _meta(SOLUTION_PREFIX + names[-1], solution=True)
+    if cell.cell_type == "code" and first.startswith("#") and re.match(r"#\s*test\b", first):
+        match = TEST_HEADER.match(first)
+        if not match:
+            raise GradingError(f"{where}: malformed test header {first!r}; write it as '# test: name (2 points)'.")
+        return _meta(match["name"], grade=True, points=_points(match["points"]))
+    if ANSWER_START.match(first):
+        if cell.cell_type != "markdown":
+            raise GradingError(f"{where}: an answer header {first!r} must start a markdown cell, not a code cell.")
+        return derive_answer_cell(source, first, where)
+    if HIDDEN_BEGIN in source:
+        raise GradingError(f"{where}: hidden tests must be in a test cell (first line '# test: name (n points)').")
+    magic = next((line for line in source.splitlines() if line.lstrip().startswith(("%", "!"))), None)
+    if cell.cell_type == "code" and magic is not None:
+        raise GradingError(
+            f"{where}: {magic.strip()!r} is IPython syntax; the grader also runs every cell as plain "
+            "Python (the clean room, grading/README.md). Use Python instead (e.g. subprocess, not !)."
+        )
+    return _meta(f"cell-{cell.get('id') or where}")
+
+
+def derive_notebook(nb, name):
+    "Metadata for every cell of a notebook; grade ids must be unique."
+    metas, seen = [], {}
+    for index, cell in enumerate(nb.cells):
+        meta = derive_cell(cell, f"{name}, cell {index + 1}")
+        if meta["grade_id"] in seen:
+            raise GradingError(
+                f"{name}: cells {seen[meta['grade_id']] + 1} and {index + 1} both have the id "
+                f"{meta['grade_id']!r}; give each exercise and test its own name."
+            )
+        seen[meta["grade_id"]] = index
+        metas.append(meta)
+    return metas
+
+
+def mismatches(path):
+    "Cells whose stored nbgrader metadata differs from what the convention derives."
+    nb = read_notebook(path)
+    return [
+        index + 1
+        for index, (cell, meta) in enumerate(zip(nb.cells, derive_notebook(nb, path.name)))
+        if cell.metadata.get("nbgrader") != meta
+    ]
+
+
+def apply_convention(path):
+    "Write the derived metadata into the notebook; return how many cells changed."
+    nb = read_notebook(path)
+    changed = 0
+    for cell, meta in zip(nb.cells, derive_notebook(nb, path.name)):
+        if cell.metadata.get("nbgrader") != meta:
+            cell.metadata["nbgrader"] = meta
+            changed += 1
+    if changed:
+        write_notebook(nb, path)
+    return changed

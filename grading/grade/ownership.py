@@ -1,0 +1,127 @@
+"""What a student's function may change of the grader's objects: the tests' data belong to the grader.
+
+A test hands its arrays and objects to the student's function and then computes the expected answer from those same
+objects. Whatever the function changes in them comes back over the wire (grading.sandbox.wire) and, if it were applied, the
+test would check the student's answer against data the student chose: a `matmul` that returns zeros and zeroes its
+inputs passes `matmul(a, b) == a.data @ b.data`. So every call's changes to the grader's objects are checked here:
+
+* what an exercise may change is declared with it, in MAY_CHANGE: an optimizer's `update` its own state and the
+  parameter it is given, `attach` the `result` it records on, `run_backward` the gradients of `root`'s graph,
+  `train_epoch` the model, the optimizer and the random generator; every other exercise nothing;
+* an array of anything else changed in place fails the call, with a message that names the argument (`b.data`,
+  `X`, `params[0].data`);
+* any other change to anything else (an attribute set, a list appended to) is not read back: the grader's object
+  stays as the test made it, as if the student had been handed a copy.
+"""
+
+import inspect
+from collections import deque
+
+import numpy as np
+
+MAY_CHANGE = {  # every other exercise may change nothing it is given (a backward rule, Linear.forward, matmul)
+    "Function.__init__": ("self",),
+    "attach": ("result",),
+    "accumulate": ("grads",),
+    "run_backward": ("root",),
+    "train_epoch": ("model", "optimizer", "rng"),
+    "SGD.update": ("self", "p"),
+    "Adam.update": ("self", "p"),
+}
+
+
+def signature_of(function):
+    try:
+        return inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+
+
+def named_arguments(signature, args, kwargs):
+    "{parameter name: value} of one call (positional names arg0, arg1, ... where the signature does not bind)."
+    if signature is not None:
+        try:
+            bound = signature.bind_partial(*args, **kwargs)
+            return dict(bound.arguments)
+        except TypeError:
+            pass
+    return {**{f"arg{i}": value for i, value in enumerate(args)}, **kwargs}
+
+
+def changeable(qualname, named):
+    "The arguments the call may change: those MAY_CHANGE declares for its exercise."
+    names = MAY_CHANGE.get(qualname, ())
+    return {name: named[name] for name in names if name in named}
+
+
+def object_paths(named, number_of):
+    """{wire number: how the test's arguments reach that object ('b.data', 'params[0].grad')}, nearest first. Each
+    object keeps only a link to where it was reached from, so a graph 20,000 operations deep costs 20,000 links, not
+    20,000 ever longer strings; the path is spelled out when asked for (`PathTo`)."""
+    links, seen = {}, set()
+    queue = deque((value, None, name) for name, value in named.items())
+    while queue:  # the grader's own objects only: as many as its tests made
+        value, parent, step = queue.popleft()
+        if value is None or type(value) in (bool, int, float, str) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        here = (parent, step)
+        number = number_of.get(id(value))
+        if number is not None:
+            links.setdefault(number, here)
+        if isinstance(value, (list, tuple)):
+            queue.extend((item, here, f"[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, dict):
+            queue.extend((item, here, f"[{key!r}]") for key, item in value.items())
+        elif is_course_object(value):
+            queue.extend((item, here, f".{name}") for name, item in vars(value).items())
+    return PathTo(links)
+
+
+class PathTo(dict):
+    "{wire number: link}; path(number) spells the way to it ('params[0].data')."
+
+    def get(self, number, default=None):
+        link = super().get(number)
+        if link is None:
+            return default
+        steps = []
+        while link is not None:
+            link, step = link
+            steps.append(step)
+        path = "".join(reversed(steps))
+        return path if len(path) <= 120 else f"{steps[-1]}...{path[-100:]}"  # deep in a graph: its ends
+
+    def __getitem__(self, number):
+        path = self.get(number)
+        if path is None:
+            raise KeyError(number)
+        return path
+
+
+def is_course_object(value):
+    module = getattr(type(value), "__module__", "") or ""
+    return (
+        hasattr(value, "__dict__")
+        and not isinstance(value, (type, np.ndarray))
+        and (module.startswith("tinytorch") or module == "__main__")
+    )
+
+
+def check_changes(qualname, named, table, number_of, first_worker_number):
+    """The object table of a reply, less the changes this call may not make; raises ValueError, naming the argument,
+    when the call changed an array it was not allowed to change."""
+    changes = [entry for entry in table if entry[0] < first_worker_number]
+    if not changes:
+        return table
+    allowed = set(object_paths(changeable(qualname, named), number_of))
+    refused = [entry for entry in changes if entry[0] not in allowed]
+    arrays = [entry[0] for entry in refused if entry[1] == "a"]
+    if arrays:
+        where = object_paths(named, number_of).get(arrays[0], "an array it was given")
+        raise ValueError(
+            f"your {qualname} changed {where} in place; the tests compute the expected answer from the data they "
+            "give you, so a function may change only what its exercise says: compute a new array instead"
+        )
+    kept = {entry[0] for entry in refused}
+    return [entry for entry in table if entry[0] not in kept]

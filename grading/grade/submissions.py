@@ -1,0 +1,185 @@
+"""Reading a folder of submissions, SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb, whatever it holds.
+
+A folder of submissions is the students' work, unpacked from an LMS download: any name, any file, any JSON. Nothing
+in it may stop the class: every entry ends either as a submission to grade or as a row with a note saying what is
+wrong and what to do. Nothing in it is followed out of the student's own folder: a symbolic link (to another
+student's work, to the instructor's notebook) and a notebook with a second hard link are refused, and every name
+the grader will build a path from (the student's, the assignment's) is checked first.
+"""
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
+from ..common.errors import GradingError
+from ..common.notebooks import nbgrader_meta, parse_notebook
+
+
+@dataclass
+class Problem:
+    "An entry of the folder that cannot be graded, and why (it becomes a row of the table with that note)."
+
+    student: str
+    assignment: str
+    notebook: str
+    note: str
+
+
+def name_problem(name):
+    "Why `name` cannot name a student's or an assignment's files (None when it can)."
+    if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+        return f"the name is {len(name.encode('utf-8', 'surrogateescape'))} bytes long (at most {MAX_NAME_BYTES})"
+    if not name.isprintable() or "\\" in name or name.startswith(("-", ".")):
+        return "the name has characters that cannot name a file everywhere (control characters, a backslash, or a leading '-' or '.')"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the name is not valid UTF-8"
+    return None
+
+
+def shown(name):
+    "A name as the table can show it: printable, and not longer than the table's column allows."
+    text = name.encode("utf-8", "backslashreplace").decode("utf-8") if not name.isprintable() else name
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def find_submissions(submissions, known):
+    """([(student, assignment, path)], [Problem]): what to grade, and every entry that cannot be graded.
+
+    `known`: {assignment: the grade ids of its cells}. Raises GradingError only for the folder itself (missing, or
+    holding no student folders at all)."""
+    submissions = Path(submissions)
+    if not submissions.is_dir():
+        raise GradingError(f"{submissions}: no such folder. Pass the folder that holds one folder per student.")
+    entries = sorted((e for e in os.scandir(submissions) if not e.name.startswith(".")), key=lambda e: e.name)
+    students = [e for e in entries if e.is_dir(follow_symlinks=True)]
+    if not students:
+        raise GradingError(
+            f"{submissions}: contains no student folders (expected {submissions}/<student>/<assignment>/)."
+        )
+    found, problems = [], []
+    for entry in students:
+        try:
+            student_found, student_problems = read_student(Path(entry.path), known)
+        except Exception as error:  # noqa: BLE001  (whatever breaks on one student's folder must not stop the class)
+            student_found, student_problems = [], [Problem(shown(entry.name), "", "", f"could not be read: {error}")]
+        found += student_found
+        problems += student_problems
+    return found, problems
+
+
+def read_student(folder, known):
+    "What one student's folder holds: ([(student, assignment, path)], [Problem])."
+    student = folder.name
+    if folder.is_symlink():
+        return [], [
+            Problem(shown(student), "", "", f"the folder {shown(student)} is a symbolic link: refused ({link_note()})")
+        ]
+    why = name_problem(student)
+    if why:
+        return [], [
+            Problem(shown(student), "", "", f"the student folder's name cannot be used: {why}. Rename the folder.")
+        ]
+    items = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    if not items:
+        return [], [Problem(student, "", "", f"the folder {student} is empty: no assignment folders in it")]
+    found, problems = [], []
+    for item in items:
+        try:
+            submission, problem = read_item(student, item, known)
+        except Exception as error:  # noqa: BLE001  (one broken entry costs only its own row)
+            submission, problem = None, Problem(student, shown(item.name), "", f"could not be read: {error}")
+        if submission:
+            found.append(submission)
+        if problem:
+            problems.append(problem)
+    return found, problems
+
+
+def read_item(student, item, known):
+    "One entry of a student's folder: ((student, assignment, path) or None, Problem or None)."
+    name = shown(item.name)
+    if item.is_symlink():
+        return None, Problem(student, name, "", f"{student}/{name} is a symbolic link: refused ({link_note()})")
+    if not item.is_dir():
+        return None, Problem(
+            student,
+            shown(item.stem),
+            name,
+            f"{name} is not inside an assignment folder; expected {student}/<assignment>/<assignment>.ipynb",
+        )
+    if item.name not in known:
+        return None, Problem(student, name, "", f"unknown assignment {name!r}; the assignments are {', '.join(known)}")
+    assignment = item.name
+    notebook = item / f"{assignment}.ipynb"
+    text, why = read_file(notebook)
+    if why:
+        return None, Problem(student, assignment, notebook.name, why)
+    try:
+        nb = parse_notebook(text, notebook)
+    except GradingError as error:
+        return None, Problem(student, assignment, notebook.name, str(error).split(": ", 1)[-1])
+    ids = {nbgrader_meta(c).get("grade_id") for c in nb.cells}
+    if not ids & known[assignment]:
+        why = broken_cells_note(nb) or f"this is not the {assignment} notebook: none of its cells are there"
+        return None, Problem(student, assignment, notebook.name, why)
+    return (student, assignment, notebook), None
+
+
+def read_file(notebook):
+    "(the notebook's bytes, None), or (None, why not): never through a link, never a file linked elsewhere."
+    name = notebook.name
+    try:
+        fd = os.open(notebook, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        others = ", ".join(sorted(p.name for p in notebook.parent.glob("*.ipynb"))) or "no notebook"
+        return None, f"missing {name} (found: {others})"
+    except OSError as error:
+        if notebook.is_symlink():
+            return None, f"{name} is a symbolic link: refused ({link_note()})"
+        return None, f"{name} cannot be read ({error.strerror})"
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return None, f"{name} is a folder, expected a .ipynb notebook file"
+        if not stat.S_ISREG(info.st_mode):
+            return None, f"{name} is not a plain file"
+        if info.st_nlink > 1:
+            return None, (
+                f"{name} is a hard link (the same file as {info.st_nlink - 1} other name(s) on this disk): refused "
+                f"({link_note()})"
+            )
+        limit = MAX_NOTEBOOK_MB * 2**20
+        if info.st_size > limit:
+            return (
+                None,
+                f"{name} is {info.st_size / 2**20:.0f} MB, more than the {MAX_NOTEBOOK_MB} MB a notebook may be; clear its outputs and hand it in again",
+            )
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read(limit + 1), None
+    finally:
+        os.close(fd)
+
+
+def link_note():
+    return "only the student's own files are graded: copy the file itself into the folder"
+
+
+def broken_cells_note(nb):
+    "A note on cells whose nbgrader metadata is not what Jupyter saved (their answers cannot be found), or ''."
+    broken = [
+        str(number)
+        for number, cell in enumerate(nb.cells, 1)
+        if "nbgrader" in cell.get("metadata", {}) and not nbgrader_meta(cell)
+    ]
+    if not broken:
+        return ""
+    return (
+        f"the nbgrader metadata of cell(s) {', '.join(broken[:10])} is broken (not what Jupyter saved): those cells "
+        "could not be matched with the exercises and count as not done; copy your answers into a fresh copy of the "
+        "notebook"
+    )

@@ -1,0 +1,713 @@
+"""The grader's side of the trust boundary: the verdict, computed where the student's code never runs.
+
+The instructor's setup and test cells (hidden tests included) run here, in the grader's own process, against the
+instructor's reference package, with one change: every function or method whose body holds an exercise (a
+`### BEGIN SOLUTION` region) is a stand-in that calls the student's version in the worker (grading.sandbox.worker), in the
+sandbox, and returns what it returned. So `check_backward(AddBackward, np.add, [a, b])` runs the reference
+`check_backward` here, builds the inputs here, calls the student's `AddBackward.apply` over there, gets the gradients
+back as arrays, and compares them here with central differences of `np.add`, computed here.
+
+What crosses (grading.sandbox.wire): arrays as `.npy` bytes read with `allow_pickle=False`, JSON numbers and strings, and
+objects as their state in those terms; a student's object comes back as an object of the *instructor's* class with
+the student's numbers in it. No code and no pickle crosses, so nothing the student's code does in its process (patch
+NumPy, replace the checker, walk frames, forge a result line) can change how it is judged: only the data it returns,
+which is what is judged.
+"""
+
+import ast
+import builtins
+import importlib
+import os
+import re
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..common.errors import GraderFault, GradingError
+from ..sandbox import sandbox, wire
+from . import analytic, outputs, variant
+from .clock import Budget, Stopwatch
+from .ownership import check_changes, named_arguments, object_paths, signature_of
+
+GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
+BACKSTOP = 1  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
+CALLBACK_MB = 64  # the most one of the student's calls of a grader's function may make the grader compute on
+STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start and say hello
+RESTARTS = 5  # times a crashed or hung worker is started again
+WORKER_NUMBERS = 1 << 40
+
+
+class StudentError(RuntimeError):
+    "Something the student's code did (a crash, an error type the grader does not pass on) failed the call."
+
+
+class CellTimeout(BaseException):
+    "A cell of the grader's ran past its time."
+
+
+# -- What the worker must run: the exercises ------------------------------------------------------------------------
+
+
+def is_export(source):
+    return any(line.strip().replace(" ", "").startswith("#|export") for line in source.splitlines()[:3])
+
+
+def exported_sources(nb):
+    "The code of every exported cell, in order: what nbdev puts in the module."
+    return [cell.source for cell in nb.cells if cell.cell_type == "code" and is_export(cell.source)]
+
+
+def solution_lines(source):
+    "The line numbers (1-based) inside `### BEGIN SOLUTION` ... `### END SOLUTION`."
+    lines, inside = set(), False
+    for number, line in enumerate(source.splitlines(), 1):
+        if "### BEGIN SOLUTION" in line:
+            inside = True
+        elif "### END SOLUTION" in line:
+            inside = False
+        elif inside:
+            lines.add(number)
+    return lines
+
+
+def exercise_targets(instructor_nb, exported=True):
+    """[(qualname, kind)] of the functions and methods the student writes: those whose body holds a solution region.
+    kind is 'function', 'method' or 'property'. `exported`: those of the module (else: of the notebook only)."""
+    return [
+        t
+        for cell in instructor_nb.cells
+        if cell.cell_type == "code"
+        and cell.get("metadata", {}).get("nbgrader", {}).get("solution")
+        and is_export(cell.source) == exported
+        for t in cell_targets(cell)
+    ]
+
+
+def cell_targets(cell):
+    "The exercises of one solution cell."
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    inside, targets, covered = solution_lines(cell.source), [], set()
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _spans(node) & inside:
+            targets.append((node.name, "function"))
+            covered |= _spans(node)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and _spans(item) & inside:
+                    is_property = any(getattr(d, "id", None) == "property" for d in item.decorator_list)
+                    targets.append((f"{node.name}.{item.name}", "property" if is_property else "method"))
+                    covered |= _spans(item)
+    if inside - covered:
+        raise GradingError(
+            f"{meta.get('grade_id')}: a solution region outside any function or method body "
+            f"(line {min(inside - covered)}); the grader can only call functions the student writes"
+        )
+    return targets
+
+
+def _spans(node):
+    return set(range(node.lineno, node.end_lineno + 1))
+
+
+# -- The worker -----------------------------------------------------------------------------------------------------
+
+
+class Worker:
+    "One sandboxed worker process with the student's package, fed one call at a time."
+
+    def __init__(self, plan, binds, limits, sandboxed, script, stopwatch):
+        started = time.perf_counter()
+        child_in, self.to_child = os.pipe()
+        self.from_child, child_out = os.pipe()
+        try:
+            self.process = sandbox.start(
+                [sandbox.interpreter(), "-I", script, str(child_in), str(child_out)],
+                binds,
+                pass_fds=(child_in, child_out),
+                sandboxed=sandboxed,
+                **limits,
+            )
+        except OSError as error:
+            raise GraderFault(f"the sandbox could not be started ({error})") from None
+        finally:
+            os.close(child_in)
+            os.close(child_out)
+        self.buffer, self.timeout = b"", plan["cell_timeout"] + GRACE
+        self.send(wire.pack(plan, []))
+        try:
+            hello, _ = self.receive(Budget(STARTUP))
+        except (EOFError, TimeoutError, wire.WireError, OSError):
+            self.close()
+            why = sandbox.diagnose(sandboxed) or "it ended or hung before running any code of the student's"
+            raise GraderFault(f"the grader's Python did not start in the sandbox: {why}") from None
+        said_hello = time.perf_counter()
+        header, _ = self.receive(Budget(BACKSTOP * self.timeout + STARTUP))
+        stopwatch.add("sandbox", said_hello - started)  # bwrap, Python and NumPy
+        stopwatch.add("imports", time.perf_counter() - said_hello)  # the package, the student's module
+        if hello.get("op") != "hello" or header.get("op") != "ready":
+            raise wire.WireError("the worker did not start as it should")
+        self.import_error, self.calls = header.get("error"), 0
+        self.import_printed = header.get("printed")  # what the student's module printed when it was imported
+
+    def send(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.to_child, view) :]
+
+    def receive(self, budget):
+        "The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is spent."
+
+        def read(n):
+            while not self.buffer:
+                ready, _, _ = select.select([self.from_child], [], [], budget.next_wait())
+                if not ready:
+                    if budget.expired():
+                        raise TimeoutError()
+                    continue
+                self.buffer = os.read(self.from_child, 1 << 20)
+                if not self.buffer:
+                    raise EOFError()
+            chunk, self.buffer = self.buffer[:n], self.buffer[n:]
+            return chunk
+
+        return wire.unpack(read)
+
+    def close(self):
+        try:
+            self.send(wire.pack({"op": "end"}, []))
+        except OSError:
+            pass
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        sandbox.stop(self.process)
+
+
+class Remote:
+    """Calls into the student's code, starting (and after a crash, restarting) the worker as needed.
+
+    Two workers, each in a sandbox of its own: one for the cells the feedback page shows, one for the hidden tests
+    (`hidden`: which one calls go to). The first never gets a hidden test's inputs, so nothing it prints or returns
+    for the page can hold one; both see the same module-level flags (simple_globals), which travel with every call."""
+
+    def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
+        self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
+        self.graded, self.restarts, self.first_import = graded_module, 0, "not started"
+        self.workers, self.hidden = {False: None, True: None}, False
+        self.stopwatch = Stopwatch()
+        self.events, self.fault = [], None
+        self.probed, self.numerical = (
+            set(),
+            {},
+        )  # rules probed (grading.grade.analytic), and {rule: why} of numerical ones
+        self.printed = None  # the wire.Printed of the cell running now, or None: what the student's code prints is lost
+        self.import_printed = None  # what the first worker's import printed (the page shows it)
+
+    @property
+    def worker(self):
+        return self.workers[self.hidden]
+
+    @worker.setter
+    def worker(self, value):
+        self.workers[self.hidden] = value
+
+    def ensure_worker(self):
+        if self.worker is not None:
+            return self.worker
+        if self.restarts > RESTARTS:
+            raise StudentError(f"not run: your code crashed or hung {self.restarts} times")
+        try:
+            self.worker = Worker(self.plan, self.binds, self.limits, self.sandboxed, self.script, self.stopwatch)
+        except GraderFault as fault:
+            self.fault = fault  # kept: a test cell that catches every exception must not hide it
+            raise
+        except (EOFError, TimeoutError, wire.WireError, OSError):  # it said hello: the student's import failed it
+            self.restarts += 1
+            raise StudentError(
+                "your module did not finish importing (an endless loop, os._exit or a crash at import time)"
+            ) from None
+        if self.first_import == "not started":
+            self.first_import, self.import_printed = self.worker.import_error, self.worker.import_printed
+        return self.worker
+
+    def event(self, message):
+        "A crash or a hang: it fails the test it happened in, and the note names it once."
+        if message not in self.events:
+            self.events.append(message)
+        return StudentError(message)
+
+    def drop_worker(self):
+        if self.worker is not None:
+            self.worker.close()
+            self.worker, self.restarts = None, self.restarts + 1
+
+    def close(self):
+        for hidden, worker in self.workers.items():
+            if worker is not None:
+                worker.close()
+                self.workers[hidden] = None
+
+    def call(self, qualname, args, kwargs, readonly, named=None):
+        """Call the student's `qualname` on the grader's `args`; `named`: the same arguments by parameter name, for
+        saying which one a call changed (grading.grade.ownership)."""
+        worker = self.ensure_worker()
+        session = wire.Session(resolve_trusted_class)
+        worker.calls += 1
+        header = {
+            "op": "call",
+            "module": self.plan["module"],
+            "qualname": qualname,
+            "readonly": readonly,
+            "globals": simple_globals(self.graded),
+            "call": worker.calls,
+        }
+        try:
+            request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
+        except wire.WireError as error:
+            raise RuntimeError(f"the grader cannot send the arguments of {qualname} to your code: {error}") from None
+        started = time.perf_counter()
+        try:
+            worker.send(request)
+            while True:
+                reply, arrays = worker.receive(Budget(BACKSTOP * worker.timeout))  # the CPU limit comes first
+                if reply.get("call") != worker.calls or reply.get("op") not in ("return", "raise", "callback"):
+                    raise wire.WireError("a reply out of turn")
+                if reply.get("op") != "callback":
+                    break
+                with self.stopwatch("callbacks"):
+                    worker.send(self.run_callback(session, reply, arrays))
+        except TimeoutError:
+            self.drop_worker()
+            raise self.event(
+                f"your {qualname} did not finish in time ({BACKSTOP * worker.timeout} s; waiting on something, or an "
+                "endless loop that ignores interrupts?)"
+            ) from None
+        except (EOFError, OSError):
+            self.drop_worker()
+            raise self.event(
+                f"the process ended while your {qualname} ran (os._exit, a crash, or a memory or CPU "
+                "limit); it was started again for the next test"
+            ) from None
+        except wire.WireError as error:
+            self.drop_worker()
+            raise StudentError(f"{qualname} sent back something that is not plain data: {error}") from None
+        except BaseException as error:
+            self.drop_worker()  # stopped halfway (the cell's time ran out): the worker's state is unknown
+            if isinstance(error, CellTimeout):
+                self.event(f"your {qualname} did not finish in time (the test's {self.plan['cell_timeout']} s)")
+            raise
+        finally:
+            self.stopwatch.add("student", time.perf_counter() - started)  # (callbacks included: see grading.grade.job)
+        if self.printed is not None:  # what the student's code printed in this call, as text (the page shows it)
+            self.printed.extend(reply.get("printed"))
+        named = named if named is not None else {f"arg{i}": a for i, a in enumerate(args)}
+        if readonly:
+            changed = changed_inputs(session, reply, named)
+            if changed:
+                raise wire.EXCEPTIONS["ValueError"](
+                    f"your rule changed {changed} in place: compute a new array instead"
+                )
+            reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= WORKER_NUMBERS]
+        elif isinstance(reply.get("objects"), list):
+            try:
+                reply["objects"] = check_changes(qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS)
+            except (TypeError, IndexError, KeyError):
+                raise StudentError(f"{qualname} sent back a malformed object table") from None
+        try:
+            values = session.receive(reply, arrays)
+        except wire.WireError as error:
+            raise StudentError(f"{qualname} sent back something the grader cannot check: {error}") from None
+        set_simple_globals(self.graded, reply.get("globals", {}))
+        if reply.get("op") == "raise":
+            raise exception_of(reply)
+        return values.get("value")
+
+    def run_callback(self, session, reply, arrays):
+        "The worker asks to call one of the grader's functions (a test's lambda, say): run it here, on the data."
+        try:
+            values = session.receive(reply, arrays)
+            function = session.objects.get(reply.get("function"))
+            if not callable(function) or isinstance(function, type):
+                raise wire.WireError("a call of something that is not one of the grader's functions")
+            too_big = request_too_big(values["args"], values["kwargs"])
+            if too_big:
+                raise wire.EXCEPTIONS["ValueError"](
+                    f"your code asked the grader to compute on more than it gives any test ({too_big}; at most "
+                    f"{CALLBACK_MB} MB): call the function with the inputs you were given"
+                )
+            result = function(*values["args"], **values["kwargs"])
+            return session.message({"op": "return"}, {"value": result})
+        except wire.WireError:
+            raise
+        except Exception as error:  # noqa: BLE001  (the test's function failed on the student's data)
+            return session.message(
+                {
+                    "op": "raise",
+                    "type": type(error).__name__ if type(error).__name__ in wire.EXCEPTIONS else "RuntimeError",
+                    "message": str(error)[:2000],
+                },
+                {},
+            )
+
+
+def request_too_big(args, kwargs):
+    """Why a callback's arguments are more than the grader will compute on (None when they are not): their size, or
+    the size of their broadcast together (a (10000, 1) and a (1, 10000) array are 160 KB, and 800 MB added)."""
+    arrays = []
+    for value in [*args, *kwargs.values()]:
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            data = item if isinstance(item, np.ndarray) else getattr(item, "data", None)  # an array, or a Tensor's
+            if isinstance(data, np.ndarray):
+                arrays.append(data)
+    limit = CALLBACK_MB * 2**20
+    held = sum(a.nbytes for a in arrays)
+    if held > limit:
+        return f"its arguments hold {held / 2**20:.0f} MB"
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    except ValueError:
+        return None  # they do not broadcast: the function raises its own error
+    together = 8 * int(np.prod(shape, dtype=np.float64))
+    if together > limit:
+        return f"broadcast together they make {together / 2**20:.0f} MB"
+    return None
+
+
+def changed_inputs(session, reply, named):
+    "What a read-only call changed of the grader's tensors and arrays (a rule must not), named: 'grad_output'."
+    paths = None
+    for entry in reply.get("objects", []):
+        number = entry[0] if isinstance(entry, list) and entry else None
+        value = session.objects.get(number) if isinstance(number, int) and number < WORKER_NUMBERS else None
+        if isinstance(value, np.ndarray) or type(value).__name__ == "Tensor":
+            paths = paths if paths is not None else object_paths(named, session.number_of)
+            where = paths.get(number, "grad_output or a saved tensor")
+            return where.removesuffix(".data").replace("self.saved_tensors", "its saved tensors")
+    return None
+
+
+def exception_of(reply):
+    "The exception the student's code raised, as one of the grader's, marked as the student's (see run_cell)."
+    kind, message = reply.get("type"), str(reply.get("message", ""))
+    if kind == "GradcheckError" and "tinytorch.core.gradcheck" in sys.modules:
+        error = sys.modules["tinytorch.core.gradcheck"].GradcheckError(message)
+    elif kind in wire.EXCEPTIONS:
+        error = wire.EXCEPTIONS[kind](message)
+    else:
+        error = StudentError(f"{reply.get('raised', 'Error')}: {message}")
+    error.raised_by_student = True
+    return error
+
+
+def describe_hidden(error):
+    """A message the student's own code raised in a hidden test, with its numbers hidden: a rule that raises its
+    inputs as its error would otherwise print the hidden test's inputs on the student's page."""
+    text = re.sub(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", "#", str(error))[:300]
+    message = f"{type(error).__name__}: {text} (raised by your code in a hidden test; its numbers are not shown)"
+    if isinstance(error, RecursionError) or "maximum recursion depth" in text:
+        message += (
+            "; a function that calls itself once per node fails on a deep graph (Python allows about 1,000 nested "
+            "calls): walk the graph with a loop and an explicit stack instead"
+        )
+    return message
+
+
+def resolve_trusted_class(module, qualname):
+    if not (
+        isinstance(module, str)
+        and isinstance(qualname, str)
+        and module.split(".")[0] == "tinytorch"
+        and module in sys.modules
+    ):
+        raise wire.WireError(f"the class {module}.{qualname} is not one of the course's")
+    value = sys.modules[module]
+    for part in qualname.split("."):
+        if not part.isidentifier() or part.startswith("__"):
+            raise wire.WireError(f"the class name {qualname!r}")
+        value = getattr(value, part, None)
+    if not isinstance(value, type):
+        raise wire.WireError(f"{module}.{qualname} is not a class the grader knows")
+    return value
+
+
+def simple_globals(module):
+    return {
+        k: v
+        for k, v in vars(module).items()
+        if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))
+    }
+
+
+def set_simple_globals(module, values):
+    "The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them."
+    if not isinstance(values, dict):
+        return
+    mine = simple_globals(module)
+    for name, value in values.items():
+        if name in mine and (value is None or type(value) in (bool, int, float, str)):
+            setattr(module, name, value)
+
+
+def install(space, targets, remote):
+    """Replace each exercise in `space` (the grader's copy of the module, or the notebook's namespace for an exercise
+    that is not exported) with a stand-in that calls the student's version."""
+    for qualname, kind in targets:
+        get = space.get if isinstance(space, dict) else lambda name: getattr(space, name)
+        owner = get(qualname.split(".")[0])
+        original = owner if kind == "function" else owner.__dict__.get(qualname.split(".")[1])
+        original = original.fget if isinstance(original, property) else original
+        reference = getattr(owner, "apply", None) if qualname.endswith(".apply") else None
+        signature = signature_of(original)
+
+        def stub(*args, _qualname=qualname, _reference=reference, _signature=signature, **kwargs):
+            if _qualname in remote.numerical:  # a probe showed a numerical rule: every call of it fails
+                raise wire.EXCEPTIONS["ValueError"](remote.numerical[_qualname])
+            named = named_arguments(_signature, args, kwargs)
+            value = remote.call(_qualname, args, kwargs, readonly=_reference is not None, named=named)
+            if _reference is not None:
+                probe = _qualname.removesuffix(".apply") in analytic.LINEAR_RULES and _qualname not in remote.probed
+                if refuse_numerical_rule(_qualname, value, _reference, args, kwargs, probe):
+                    probe_linear_rule(_qualname, _reference, _signature, args, kwargs, remote)
+            return value
+
+        stub.__name__ = stub.__qualname__ = qualname.rsplit(".", 1)[-1]
+        if kind == "function":
+            if isinstance(space, dict):
+                space[qualname] = stub
+            else:
+                setattr(space, qualname, stub)
+        else:
+            setattr(owner, qualname.split(".")[1], property(stub) if kind == "property" else stub)
+
+
+def refuse_numerical_rule(qualname, value, reference, args, kwargs, probe=False):
+    """Fail a backward rule whose gradient agrees with the reference rule's only as finite differences do. With
+    `probe` (a linear rule not probed yet), return whether it agrees exactly (to rounding error); else False."""
+    try:
+        expected = reference(*args, **kwargs)
+        grad_output = args[1] if len(args) > 1 else kwargs.get("grad_output")
+        gaps = analytic.numerical_gaps(value, expected, grad_output)
+        exact = probe and analytic.probe_gaps(value, expected, grad_output) == []
+    except Exception:
+        return False  # the reference does not take these arguments: the test's own comparison decides
+    if gaps:
+        raise wire.EXCEPTIONS["ValueError"](analytic.message(qualname.removesuffix(".apply"), gaps))
+    return exact
+
+
+def probe_linear_rule(qualname, reference, signature, args, kwargs, remote):
+    """The first time a linear rule is exact, call it once more on saved tensors of mixed magnitudes
+    (grading.grade.analytic): a rule exact there too is a formula; one that is not fails this call and every later one."""
+    rule = qualname.removesuffix(".apply")
+    if len(args) < 2:
+        return
+    copied = analytic.probe(args[0], type(args[1]))
+    if copied is None:
+        return
+    probe_args = (copied, *args[1:])
+    try:
+        expected = reference(*probe_args, **kwargs)
+    except Exception:
+        return
+    named = named_arguments(signature, probe_args, kwargs)
+    value = remote.call(qualname, probe_args, kwargs, readonly=True, named=named)
+    gaps = analytic.probe_gaps(value, expected, args[1])
+    if gaps is None:
+        return  # nothing to compare (every gradient negligible): the next call is probed
+    remote.probed.add(qualname)
+    if gaps:
+        remote.numerical[qualname] = analytic.probe_message(rule, gaps)
+        raise wire.EXCEPTIONS["ValueError"](remote.numerical[qualname])
+
+
+# -- Running the instructor's cells ---------------------------------------------------------------------------------
+
+
+def plan_cells(instructor_nb):
+    "The cells run here, in order: [{'id', 'kind', 'source'}]: the instructor's setup and test cells."
+    cells = []
+    for cell in instructor_nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or is_export(cell.source) or "#| default_exp" in cell.source:
+            continue
+        kind = "solution" if meta.get("solution") else "test" if meta.get("grade") else "setup"
+        cells.append(
+            {
+                "id": meta.get("grade_id", cell.get("id")),
+                "kind": kind,
+                "source": cell.source,
+                "targets": cell_targets(cell) if kind == "solution" else [],
+            }
+        )
+    return cells
+
+
+def notebook_exercises(nb):
+    "The student's exercises that are not exported: the worker runs them in the module's namespace after importing it."
+    return [
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code"
+        and not is_export(c.source)
+        and c.get("metadata", {}).get("nbgrader", {}).get("solution")
+    ]
+
+
+def describe(error):
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) < 2000 else text[:2000] + " ..."
+
+
+def _alarm(signum, frame):
+    raise CellTimeout()
+
+
+def run_cell(cell, namespace, timeout, hidden=False, shown=None):
+    """Run one of the instructor's cells here; return (passed, message). `timeout` is in CPU seconds of this process:
+    the time the student's calls take in the worker is theirs, limited there. `shown` (a grading.grade.outputs.Shown, or
+    None) receives what the cell shows, for the feedback page."""
+    previous = signal.signal(signal.SIGPROF, _alarm)
+    try:
+        signal.setitimer(signal.ITIMER_PROF, timeout)
+        with outputs.captured(shown):
+            value = outputs.run(cell["source"], f"<{cell['id']}>", namespace)
+            outputs.show_value(shown, value)
+        return True, ""
+    except CellTimeout:
+        return failed(shown, "CellTimeout", f"took longer than {timeout} s")
+    except GraderFault:
+        raise  # not the student's: the whole submission is not graded
+    except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
+        if hidden and getattr(error, "raised_by_student", False):
+            return failed(shown, type(error).__name__, describe_hidden(error))
+        return failed(shown, type(error).__name__, describe(error))
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+        outputs.take_figures(shown)
+
+
+def failed(shown, name, message):
+    "(False, message), and the error on the cell's page (its message without the type's name in front)."
+    if shown is not None:
+        shown.error = (name, message.removeprefix(f"{name}: "))
+    return False, message
+
+
+def trusted_modules(reference, earlier, graded):
+    "Import the instructor's reference package here: the earlier modules, then the graded one."
+    for name in [m for m in list(sys.modules) if m == "tinytorch" or m.startswith("tinytorch.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(reference))
+    importlib.invalidate_caches()
+    import tinytorch  # noqa: F401  (the reference package, not an installed one: checked below)
+
+    for name in earlier:
+        importlib.import_module(name)
+    module = importlib.import_module(graded)
+    if not os.path.realpath(module.__file__).startswith(os.path.realpath(reference)):
+        raise GradingError(f"{graded} was imported from {module.__file__}, not from the reference package")
+    return module
+
+
+def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget, stopwatch=None):
+    """Run the instructor's cells here against the student's exercises in the worker; return
+    ({test id: (passed, message)}, note, {cell id: its outputs for the feedback page}). `package` is the student's
+    package, `reference` the instructor's, `runner` an empty folder of the grader's for the worker's files; a
+    `stopwatch` (grading.grade.clock.Stopwatch) gets the seconds of the workers' starts and of the student's calls.
+
+    A hidden test's cell has no outputs, and its calls go to a worker of their own (Remote), so no code of the
+    student's that saw a hidden test's inputs runs for a cell the page shows."""
+    targets = exercise_targets(instructor_nb)
+    module = trusted_modules(reference, spec.earlier_modules, spec.module)
+    sandbox.copy_worker_files(runner)
+    plan = {
+        "op": "plan",
+        "package": "/student" if sandboxed else str(package),
+        "module": spec.module,
+        "exported": exported_sources(restored_nb),
+        "earlier_modules": spec.earlier_modules,
+        "cell_timeout": spec.cell_timeout,
+        "notebook_exercises": notebook_exercises(restored_nb),
+    }
+    script = "/grader/worker.py" if sandboxed else str(Path(runner) / "worker.py")
+    limits = {"memory_mb": spec.memory_mb, "cpu_seconds": max(600, 20 * spec.cell_timeout)}
+    remote = Remote(plan, [(runner, "/grader"), (package, "/student")], limits, sandboxed, script, module)
+    remote.stopwatch = stopwatch if stopwatch is not None else remote.stopwatch
+    install(module, targets, remote)
+    importlib.import_module("tinytorch")  # what the notebooks' `import tinytorch` does, after the stand-ins
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    results, notes, setup_failed, ran = {}, [], False, {}
+    variant.use(getattr(spec, "variant", None))  # the hidden tests draw this student's inputs (grading.grade.variant)
+    try:
+        try:
+            remote.ensure_worker()
+        except StudentError as error:
+            notes.append(str(error))
+        if remote.first_import and remote.first_import != "not started":
+            notes.append(
+                f"your module could not be imported ({remote.first_import}); each of your exercise cells "
+                "was run on its own instead, as in the notebook"
+            )
+        ran.update(import_outputs(instructor_nb, remote))
+        for cell in plan_cells(instructor_nb):
+            if budget.expired():
+                if cell["kind"] == "test":
+                    results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
+                continue
+            hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
+            # a solution cell runs the instructor's version here (what it shows is not the student's), a hidden test
+            # the hidden inputs: neither shows anything
+            shown = None if hidden or cell["kind"] == "solution" else outputs.Shown()
+            remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden
+            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown)  # calls first
+            remote.printed, remote.hidden = None, False
+            if shown is not None:
+                ran[cell["id"]] = shown.outputs()
+            if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
+                install(namespace, cell["targets"], remote)
+            if cell["kind"] == "test":
+                results[cell["id"]] = (passed, message)
+            elif not passed and not setup_failed:  # only the first failure says something: later ones follow
+                if "NotImplementedError" not in message:  # (an exercise not done yet is no news: its tests say so)
+                    notes.append(f"the given cell {cell['id']} failed: {message[:300]}")
+                setup_failed = True
+    finally:
+        variant.use(None)
+        remote.close()
+    if remote.fault is not None:
+        raise remote.fault
+    notes += remote.events[:3]
+    if budget.expired():
+        notes.append("not every test ran: the time limit for this notebook was reached")
+    return results, "; ".join(n for n in notes if n), ran
+
+
+def import_outputs(instructor_nb, remote):
+    """{the first exported exercise cell's id: what importing the student's module printed, and its error}: the
+    notebook shows these under the cell whose code printed them; the page under the first exercise."""
+    first = next(
+        (
+            c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            for c in instructor_nb.cells
+            if c.cell_type == "code"
+            and is_export(c.source)
+            and c.get("metadata", {}).get("nbgrader", {}).get("solution")
+        ),
+        None,
+    )
+    if first is None:
+        return {}
+    shown = outputs.Shown()
+    shown.printed.extend(remote.import_printed)
+    if remote.first_import and remote.first_import != "not started":
+        name, _, message = str(remote.first_import).partition(": ")
+        shown.error = (name, message)
+    return {first: shown.outputs()}

@@ -1,0 +1,413 @@
+"""`python -m grading collect DOWNLOAD --lms canvas|moodle|gradescope|flat --out SUBMISSIONS`: an LMS's bulk download
+of submissions as the folder autograde grades, SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb.
+
+An instructor's submissions arrive as the LMS packs them: Canvas renames every file after the student, Moodle puts
+each student's files in a folder named after them, Gradescope numbers its folders and says whose each is in a YAML
+file (grading.lms.downloads reads each of these, and a plain folder per student). Sorting a class of them by hand loses
+submissions, and the time each was handed in. So this command does it, in the order `collect` lists:
+
+1. read the download's files, refusing links, paths out of the download and files too large (grading.lms.downloads);
+2. tell whose each file is, from the LMS's naming, and its submission time when the LMS gives one;
+3. tell which assignment each notebook is: from its file name (`04_elementwise.ipynb`, also `04_elementwise (1)`,
+   `04_elementwise-1` as browsers and Canvas rename a repeated name), else from its cells' nbgrader grade ids, which
+   are those of one course notebook;
+4. keep the latest of two submissions of one student and assignment (by the LMS's time, else Canvas's upload order);
+5. write each notebook with its modification time set to the submission time, which autograde's late policy reads
+   (grading/reports/late.py); where the download has no such time (Canvas, Moodle) the file keeps the download's time and a
+   warning says so. Nothing already in SUBMISSIONS is replaced unless `force` is given: without it, a notebook that
+   differs stops the command before anything is written, with the files named;
+6. add the students to SUBMISSIONS/roster.csv (the roster `export-grades` reads: student, name, email, lms_id, sis_id,
+   login_id, section), lines already there untouched; autograde skips files at the top of SUBMISSIONS;
+7. write SUBMISSIONS/collect-report.csv: every file of the download, placed or not and why (rows of earlier
+   collects of other downloads are kept).
+
+Every file that is not placed is also one line on stderr (cli.cmd_collect), so nothing is dropped silently.
+"""
+
+import csv
+import io
+import json
+import os
+import re
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..common import csvsafe
+from ..common.errors import GradingError
+from ..common.notebooks import course_notebooks, nbgrader_meta, read_notebook
+from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
+from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, read_roster
+
+FORMATS = tuple(READERS)
+ROSTER = "roster.csv"
+REPORT = "collect-report.csv"
+REPORT_COLUMNS = ["download", "file", "status", "student", "assignment", "time", "time_from", "note"]
+PLACED, UNCHANGED, SUPERSEDED, NOT_PLACED = "placed", "unchanged", "superseded", "not placed"
+RENAMED = re.compile(r"(?:\s*\(\d+\)|-\d+|[-_ ]copy\d*|-checkpoint)$")  # "x (1)", "x-1", "x-Copy1": the same name
+LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope", "flat": "the folder"}
+
+
+@dataclass
+class Row:
+    "What became of one file of the download: a line of collect-report.csv."
+
+    file: str
+    status: str
+    note: str = ""
+    student: str = ""
+    assignment: str = ""
+    time: str = ""
+    time_from: str = ""
+
+
+@dataclass
+class Placement:
+    "A notebook to write: whose, which assignment, its bytes and the time to give it."
+
+    found: Found
+    data: bytes
+    assignment: str
+    note: str = ""
+    time: datetime | None = None
+    time_from: str = ""
+
+    def row(self, status, note=None):
+        return Row(
+            self.found.member.path,
+            status,
+            self.note if note is None else note,
+            self.found.person.student,
+            self.assignment,
+            self.time.isoformat(timespec="seconds") if self.time else "",
+            self.time_from,
+        )
+
+
+@dataclass
+class Collected:
+    "What a collect did: a Row per file, warnings for the instructor, and where the roster and the report are."
+
+    rows: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    roster: Path | None = None
+    report: Path | None = None
+
+    @property
+    def not_placed(self):
+        return [r for r in self.rows if r.status in (NOT_PLACED, SUPERSEDED)]
+
+    @property
+    def placed(self):
+        return [r for r in self.rows if r.status in (PLACED, UNCHANGED)]
+
+
+def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None) -> Collected:
+    """Turn an LMS's bulk download into OUT/<student>/<assignment>/<assignment>.ipynb, roster.csv and the report.
+
+    Args:
+        download: the zip file the LMS gave, or the folder it was unpacked into.
+        lms: canvas, moodle, gradescope or flat (FORMATS): how the download names whose each file is.
+        out: the submissions folder to write (made if missing); what is there already stays.
+        force: replace a notebook in OUT that differs from the download's (else nothing is written).
+        notebooks_dir: the instructor's notebooks, which say the assignments and their cells (default notebooks/).
+
+    Returns:
+        Collected: a Row per file of the download (placed, unchanged, superseded or not placed, and why), warnings.
+
+    Raises:
+        GradingError: an unknown --lms, a download that is missing or no zip, OUT inside the download folder (or the
+            other way round), a link or a file in OUT where a folder belongs, a malformed roster.csv or report in
+            OUT, or notebooks in OUT that would be replaced without `force` (named; nothing is written then).
+    """
+    if lms not in READERS:
+        raise GradingError(f"--lms {lms!r}: expected one of {', '.join(FORMATS)}.")
+    download, out = Path(download), Path(out)
+    check_places(download, out)
+    known = known_assignments(notebooks_dir)
+    with members_of(download) as members:
+        found, rows = read_download(members, lms, download)
+        placements, unknown = identify(found, known)
+    kept, older = latest(placements)
+    roster, report = out / ROSTER, out / REPORT
+    people = merged_roster(roster, [item.person for item in found])  # a malformed roster stops us before any write
+    source = str(download.resolve())  # the report's rows of this download are replaced when it is collected again
+    earlier = earlier_report(report, source)
+    unchanged = plan(kept, out, force)
+    written = [write_notebook(p, out, unchanged) for p in kept]
+    rows = rows + unknown + written + older
+    write_roster(roster, people)
+    write_report(report, source, earlier, rows)
+    return Collected(rows, warnings(lms, rows), roster, report)
+
+
+def check_places(download, out):
+    "The download must exist, and a folder download and OUT must not hold each other (collect would read its output)."
+    if not download.exists():
+        raise GradingError(
+            f"{download}: no such file or folder; pass the zip file the LMS gave, or the folder it was unpacked into."
+        )
+    if download.is_dir():
+        here, there = download.resolve(), out.resolve()
+        if there == here or there.is_relative_to(here) or here.is_relative_to(there):
+            raise GradingError(f"--out {out}: is inside the download {download} (or holds it); choose another folder.")
+    if out.exists() and not out.is_dir():
+        raise GradingError(f"--out {out}: is a file; give a folder for the submissions.")
+
+
+def known_assignments(notebooks_dir):
+    "{assignment: the grade ids of its cells}, from the instructor's notebooks."
+    notebooks = course_notebooks(notebooks_dir)
+    known = {}
+    for stem, path in notebooks.items():
+        known[stem] = {nbgrader_meta(c).get("grade_id") for c in read_notebook(path).cells} - {None, ""}
+    return known
+
+
+@contextmanager
+def members_of(download):
+    "The download's files (grading.lms.downloads.Member), readable while the context lasts."
+    if download.is_dir():
+        yield folder_members(download)
+        return
+    try:
+        archive = zipfile.ZipFile(download)
+    except Exception as error:  # noqa: BLE001  (BadZipFile, OSError, and ValueError for a malformed header)
+        raise GradingError(
+            f"{download}: not a readable zip file ({error}); download it again, or unpack it and pass the folder."
+        ) from None
+    with archive:
+        yield zip_members(archive)
+
+
+def read_download(members, lms, download):
+    "([Found], [Row]): whose each file is, and a row for each that is refused or that the LMS's naming does not place."
+    rows = [Row(m.path, NOT_PLACED, m.problem) for m in members if m.problem]  # before `ignored`: '..' starts with '.'
+    readable = [m for m in members if not m.problem and not ignored(m)]
+    found, unplaced = READERS[lms](readable, download)
+    return found, rows + [Row(u.path, NOT_PLACED, u.note) for u in unplaced]
+
+
+def identify(found, known):
+    "([Placement], [Row]): each notebook with its assignment and time; a row for every file that is not one."
+    placements, rows, read = [], [], {}
+    for item in found:
+        person = item.person.student
+        suffix = os.path.splitext(item.name)[1].lower()
+        if suffix != ".ipynb":
+            why = f"not a notebook ({suffix or 'no extension'}): only .ipynb files are collected"
+            rows.append(Row(item.member.path, NOT_PLACED, why, person))
+            continue
+        if id(item.member) not in read:  # a group submission's file is read once for all its submitters
+            read[id(item.member)] = item.member.read()
+        data, why = read[id(item.member)]
+        if data is None:
+            rows.append(Row(item.member.path, NOT_PLACED, why, person))
+            continue
+        assignment, note = assignment_of(item, data, known)
+        if assignment is None:
+            rows.append(Row(item.member.path, NOT_PLACED, note, person))
+            continue
+        time, time_from = item.submitted, "the LMS's submission time"
+        if time is None and item.member.time is not None:
+            time, time_from = datetime.fromtimestamp(item.member.time).astimezone(), "the file's time in the download"
+        elif time is None:
+            time_from = "none in the download: the time of collect"
+        note = "; ".join(n for n in (item.note, note) if n)
+        placements.append(Placement(item, data, assignment, note, time, time_from))
+    return placements, rows
+
+
+def normal(name):
+    "A file or folder name as an assignment's: no .ipynb, lower case, without a browser's or Canvas's ' (1)' or '-1'."
+    stem = name[:-6] if name.lower().endswith(".ipynb") else name
+    stem = stem.strip().lower()
+    while (shorter := RENAMED.sub("", stem)) != stem:
+        stem = shorter
+    return stem
+
+
+def assignment_of(item, data, known):
+    "(assignment or None, note): by the file's (or its folders') name, else by its cells' grade ids."
+    lower = {name.lower(): name for name in known}
+    stems = [stem for hint in item.hints for stem in (hint.lower().removesuffix(".ipynb"), normal(hint))]
+    named = next((lower[stem] for stem in stems if stem in lower), None)
+    ids = grade_ids(data)
+    matched = best_match(ids, known) if ids else None
+    if named:
+        if ids is not None and not ids & known[named]:
+            whose = f"{matched}'s" if matched else "no course notebook's"
+            return named, f"named {named}, but its cells are {whose}: autograde will say so"
+        return named, ""
+    if matched:
+        return matched, f"{matched} told by its cells ({printable(item.name)} names no assignment)"
+    if ids is None:
+        return None, f"not a readable notebook, and its name {printable(item.name)!r} names no assignment"
+    return None, f"its name names no assignment and its cells are no course notebook's ({', '.join(known)})"
+
+
+def grade_ids(data):
+    "The nbgrader grade ids of a notebook's cells, or None when it is not a notebook's JSON."
+    try:
+        cells = json.loads(data).get("cells")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    if not isinstance(cells, list):
+        return None
+    return {nbgrader_meta(cell).get("grade_id") for cell in cells} - {None, ""}
+
+
+def best_match(ids, known):
+    "The one assignment most of whose grade ids the notebook has; None when none or two share the most."
+    counts = sorted(((len(ids & theirs), name) for name, theirs in known.items()), reverse=True)
+    if not counts or counts[0][0] == 0 or (len(counts) > 1 and counts[1][0] == counts[0][0]):
+        return None
+    return counts[0][1]
+
+
+def latest(placements):
+    "([Placement] to write, [Row] for the others): of one student's submissions of one assignment, the latest."
+    groups = {}
+    for p in placements:
+        groups.setdefault((p.found.person.student, p.assignment), []).append(p)
+    kept, rows = [], []
+    for group in groups.values():
+        group.sort(key=lambda p: (p.time.timestamp() if p.time else float("-inf"), p.found.order, p.found.member.path))
+        last = group[-1]
+        kept.append(last)
+        for other in group[:-1]:
+            tie = (other.time, other.found.order) == (last.time, last.found.order)
+            why = (
+                f"as late as {last.found.member.path}, which was kept (the last by name): check which one was meant"
+                if tie
+                else f"an earlier submission than {last.found.member.path}, which was kept"
+            )
+            rows.append(other.row(SUPERSEDED, why))
+    return kept, rows
+
+
+def target(p, out):
+    return out / p.found.person.student / p.assignment / f"{p.assignment}.ipynb"
+
+
+def plan(kept, out, force):
+    "The ids of placements already in OUT as they are; raises when a link is in the way or, without force, a change."
+    unchanged, changed = set(), []
+    for p in kept:
+        path = target(p, out)
+        for folder in (path.parent.parent, path.parent):
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                raise GradingError(
+                    f"{folder}: is a {'symbolic link' if folder.is_symlink() else 'file'} where collect writes a "
+                    "folder (it never writes through a link); move it away, or collect into a new folder."
+                )
+        if not (path.is_symlink() or path.exists()):
+            continue
+        if not path.is_symlink() and path.is_file() and same_bytes(path, p.data):
+            unchanged.add(id(p))
+        elif path.is_dir() and not path.is_symlink():
+            raise GradingError(f"{path}: is a folder where collect writes a notebook; move it away.")
+        else:
+            changed.append(path)
+    if changed and not force:
+        names = ", ".join(str(path) for path in changed[:5]) + (
+            f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        )
+        raise GradingError(
+            f"--out {out}: {len(changed)} notebook(s) there differ from the download's and would be replaced: {names}; "
+            "nothing was written. Pass --force to replace them, or collect into a new folder."
+        )
+    return unchanged
+
+
+def same_bytes(path, data):
+    with open(path, "rb") as file:
+        return file.read(LIMIT + 1) == data
+
+
+def write_notebook(p, out, unchanged):
+    "Write one placement (its file's time set to the submission's) and return its Row."
+    if id(p) in unchanged:
+        return p.row(UNCHANGED)
+    path = target(p, out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, p.data, p.time.timestamp() if p.time else None)
+    return p.row(PLACED)
+
+
+def write_atomic(path, data, mtime=None):
+    "Write bytes so that a reader sees the old file or the new one; with `mtime`, the new one has that time."
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if tmp.is_symlink():
+        tmp.unlink()
+    with open(tmp, "wb") as file:
+        file.write(data)
+    if mtime is not None:
+        os.utime(tmp, (mtime, mtime))
+    os.replace(tmp, path)  # replaces a link itself, never what it points at
+
+
+def merged_roster(path, people):
+    "The roster at `path` (if any) with a line added for each student it lacks; its own lines stay as they are."
+    roster = read_roster(path) if path.exists() else []
+    listed = {p.student for p in roster}
+    for person in people:
+        if person.student not in listed:
+            roster.append(person)
+            listed.add(person.student)
+    return roster
+
+
+def write_roster(path, people):
+    columns = list(ROSTER_COLUMNS + ROSTER_OPTIONAL)
+    text = io.StringIO()
+    writer = csvsafe.writer(text)
+    writer.writerow(columns)
+    writer.writerows([getattr(p, column) for column in columns] for p in people)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text.getvalue().encode("utf-8"))
+
+
+def earlier_report(path, source):
+    "The rows of OUT/collect-report.csv that other downloads wrote (a collect of this one again replaces its own)."
+    if not path.exists():
+        return []
+    try:
+        rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    except (OSError, UnicodeDecodeError) as error:
+        raise GradingError(f"{path}: cannot be read ({error}); move it away.") from None
+    if not rows or rows[0] != REPORT_COLUMNS:
+        raise GradingError(f"{path}: not a report of collect (header {','.join(REPORT_COLUMNS)}); move it away.")
+    return [row for row in rows[1:] if row and row[0] != source]
+
+
+def write_report(path, source, earlier, rows):
+    text = io.StringIO()
+    writer = csvsafe.writer(text)
+    writer.writerow(REPORT_COLUMNS)
+    writer.writerows(earlier)
+    for r in rows:
+        row = [source, r.file, r.status, r.student, r.assignment, r.time, r.time_from, r.note]
+        writer.writerow([printable(str(cell)) for cell in row])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text.getvalue().encode("utf-8"))
+
+
+def warnings(lms, rows):
+    "What the instructor must know about this LMS's download before grading it."
+    lines = []
+    if lms in NO_TIMES and any(r.status == PLACED for r in rows):
+        lines.append(
+            f"{LMS_NAMES[lms]}'s download holds no submission times: each notebook has the time of the download, so "
+            "autograde's --due would count them all late. Apply the late policy in the LMS"
+            + (" (Canvas's LATE marks are in the report's notes)" if lms == "canvas" else "")
+            + "."
+        )
+    if lms == "moodle" and any(r.status in (PLACED, UNCHANGED) for r in rows):
+        lines.append(
+            "Moodle's download holds no email addresses, which `export-grades --format moodle` finds students by: "
+            "fill in the email column of roster.csv before exporting."
+        )
+    return lines

@@ -1,0 +1,297 @@
+"""Gradescope: `python -m grading gradescope --out autograder.zip` makes the autograder that Gradescope runs.
+
+Gradescope builds a container from the zip once (running `setup.sh` as root), then, for each submission, puts the
+student's files flat in /autograder/submission and runs `/autograder/run_autograder`, which must write
+/autograder/results/results.json (https://gradescope-autograders.readthedocs.io/en/latest/specs/). The zip holds:
+
+- setup.sh: installs bubblewrap and a venv at /autograder/venv with the course installed editable from the copy in
+  the zip, creates the unprivileged user `student`, and makes /autograder/source readable by root only;
+- run_autograder: `python -m grading.lms.gradescope run ROOT` from that copy (ROOT is /autograder, or $GRADESCOPE_ROOT;
+  the Python is /autograder/venv/bin/python, or $TINYTORCH_GRADER_PYTHON);
+- course/: the repository's course (notebooks, the grader, the reference package), gradescope.json (the
+  assignments and policies), course-secret (the hidden tests' variants, as `autograde --secret-file`).
+
+`run` grades the submission with `autograde` itself, in a folder under /autograder/source: the same sandbox, the
+same reference check and verdict as on the instructor's machine. Where bubblewrap cannot run in Gradescope's
+container, the students' code runs as the user `student` (grading.sandbox.sandbox), never as root; where neither can be had,
+nothing is graded and results.json says why. Every failure of a submission or of the grader ends in a results.json
+with score 0 and the reason in `output`: run never crashes without writing one.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from ..common.errors import GradingError
+from ..common.notebooks import REPO
+
+COURSE_FILES = ["grading", "notebooks", "tinytorch", "settings.ini", "pyproject.toml", "README.md"]
+CONFIG = "gradescope.json"
+SECRET = "course-secret"
+STUDENT_USER = "student"
+
+SETUP_SH = r"""#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu; apt-get update has run).
+set -euo pipefail
+source=/autograder/source
+apt-get install -y --no-install-recommends bubblewrap python3-venv python3-pip
+python=$(command -v python3.12 || command -v python3.11 || true)
+if [ -z "$python" ]; then  # the course needs Python 3.11 or newer (Ubuntu 22.04's python3 is 3.10)
+    apt-get install -y --no-install-recommends python3.11 python3.11-venv
+    python=python3.11
+fi
+# the user students' code runs as where bubblewrap cannot make a sandbox in the container (grading/sandbox/sandbox.py)
+id -u student >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin student
+"$python" -m venv /autograder/venv
+/autograder/venv/bin/pip install --upgrade pip
+# editable: a plain install would copy the reference package (every solution) into site-packages, readable by all
+/autograder/venv/bin/pip install -e "$source/course[dev]"
+chmod -R go-rwx "$source"
+"""
+
+RUN_AUTOGRADER = r"""#!/bin/bash
+# Gradescope runs this once per submission, as root; it writes $root/results/results.json.
+root="${GRADESCOPE_ROOT:-/autograder}"
+python="${TINYTORCH_GRADER_PYTHON:-$root/venv/bin/python}"
+cd "$root/source/course" && exec "$python" -m grading.lms.gradescope run "$root"
+"""
+
+
+class Rejected(Exception):
+    "A submission that cannot be graded as it is: score 0, and this message for the student."
+
+
+# -- Making the zip --------------------------------------------------------------------------------------------------
+
+
+def build(out, assignments=None, secret_file=None, late_penalty="none", visibility="after_published", log=print):
+    """Write the autograder zip to `out` for `assignments` (default: every graded notebook); return its path.
+    `secret_file`: the course secret (default: a new one); `late_penalty`: as autograde's, with Gradescope's due
+    date; `visibility`: Gradescope's visibility of the hidden tests."""
+    from ..grade.autograde import graded_assignments
+    from ..reports.late import parse_penalty
+    from .lms import VISIBILITIES
+
+    known = graded_assignments()
+    chosen = list(assignments or known)
+    unknown = [a for a in chosen if a not in known]
+    if unknown:
+        raise GradingError(f"--assignment {', '.join(unknown)}: not a graded notebook; choose from {', '.join(known)}")
+    if visibility not in VISIBILITIES:
+        raise GradingError(f"unknown visibility {visibility!r}; choose one of {', '.join(VISIBILITIES)}.")
+    parse_penalty(late_penalty)  # refused here, not in every student's results
+    config = {"assignments": chosen, "late_penalty": late_penalty, "hidden_visibility": visibility}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        add_text(archive, "setup.sh", SETUP_SH, executable=True)
+        add_text(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
+        add_text(archive, CONFIG, json.dumps(config, indent=1) + "\n")
+        add_text(archive, SECRET, course_secret(secret_file, log))
+        for path in course_files():
+            archive.write(REPO / path, f"course/{path}")
+    return out
+
+
+def add_text(archive, name, text, executable=False):
+    info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+    info.external_attr = (0o755 if executable else 0o644) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    archive.writestr(info, text)
+
+
+def course_secret(secret_file, log):
+    "The course secret's text: --secret-file's (the variants then match the instructor's own runs), else a new one."
+    from ..grade.variant import read_secret
+
+    if secret_file:
+        return read_secret(secret_file).decode() + "\n"
+    log("no --secret-file: the zip holds a new course secret, so hidden tests' inputs differ from your local runs")
+    return os.urandom(32).hex() + "\n"
+
+
+def course_files():
+    "The course's files, relative to REPO: in a git checkout, those git tracks or would (not what it ignores)."
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", *COURSE_FILES],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    if listed.returncode == 0 and listed.stdout.strip():
+        return [p for p in listed.stdout.splitlines() if (REPO / p).is_file()]
+    files = []
+    for top in COURSE_FILES:
+        path = REPO / top
+        found = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        files += [str(p.relative_to(REPO)) for p in found if "__pycache__" not in p.parts]
+    return files
+
+
+# -- Grading one submission, inside Gradescope's container ------------------------------------------------------------
+
+
+def run(root):
+    "run_autograder's work: grade ROOT/submission, write ROOT/results/results.json. Never raises."
+    root = Path(root)
+    try:
+        results = grade(root)
+    except Rejected as why:
+        results = {"score": 0.0, "output": str(why), "tests": []}
+    except GradingError as error:  # the grading environment cannot grade safely, or the grader could not grade
+        results = {
+            "score": 0.0,
+            "output": f"Not graded: {error}. This is not a fault of your submission; tell your instructor.",
+            "tests": [],
+        }
+    except Exception as error:  # the grader's own failure: Gradescope still gets results.json, saying so
+        results = {
+            "score": 0.0,
+            "output": f"Not graded: the autograder failed ({type(error).__name__}: {error}). This is not a fault "
+            "of your submission; tell your instructor.",
+            "tests": [],
+        }
+    write_results(root, results)
+    print(json.dumps({k: v for k, v in results.items() if k != "tests"}, indent=1))
+    return 0
+
+
+def write_results(root, results):
+    folder = root / "results"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "results.json"
+    path.unlink(missing_ok=True)  # a file put there earlier is replaced, never written through
+    path.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def grade(root):
+    "The results.json of ROOT/submission, graded by autograde in a folder readable by root only."
+    from ..grade.autograde import autograde
+
+    source = root / "source"
+    config = json.loads((source / CONFIG).read_text())
+    work = lock_down(source)
+    assignment, notebook = find_notebook(root / "submission", config["assignments"])
+    metadata = read_metadata(root)
+    person = submitter(metadata)
+    submissions = work / "submissions"
+    shutil.rmtree(submissions, ignore_errors=True)
+    copy = submissions / person.student / assignment / f"{assignment}.ipynb"
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(notebook, copy)
+    policy = late_policy(config, metadata, assignment, copy)
+    user = os.environ.get("TINYTORCH_STUDENT_USER", STUDENT_USER)
+    try:
+        rows = autograde(
+            submissions,
+            work / "out",
+            workers=1,
+            log=print,
+            secret_file=source / SECRET,
+            feedback="none",
+            late=policy,
+            student_user=user,
+        )
+    except GradingError as error:
+        raise GradingError(f"nothing was graded: {error}") from None
+    row = next(r for r in rows if r.student == person.student)
+    if row.problem and not row.graded:
+        raise GradingError(row.note)
+    return results_of(work / "out", person, assignment, row, config)
+
+
+def lock_down(source):
+    """Root's alone, whatever setup.sh did: ROOT/source (the course, whose notebooks and reference package are the
+    answer key, the secret and the grading folder under it) is mode 0700, so no other user reaches anything in it."""
+    source.chmod(0o700)
+    work = source / "work"
+    work.mkdir(mode=0o700, exist_ok=True)
+    return work
+
+
+def find_notebook(folder, assignments):
+    "(assignment, path) of the one notebook in the submission, named after an assignment; Rejected otherwise."
+    names = ", ".join(f"{a}.ipynb" for a in assignments)
+    found = sorted(p for p in Path(folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    if not found:
+        raise Rejected(f"Not graded: your submission holds no notebook (.ipynb). Upload one of: {names}.")
+    if len(found) > 1:
+        shown = ", ".join(str(p.relative_to(folder)) for p in found[:10])
+        raise Rejected(
+            f"Not graded: your submission holds {len(found)} notebooks ({shown}); upload only one of: {names}."
+        )
+    notebook = found[0]
+    if notebook.stem not in assignments or notebook.is_symlink():
+        raise Rejected(f"Not graded: {notebook.name} is not a notebook of this assignment; upload one of: {names}.")
+    return notebook.stem, notebook
+
+
+def read_metadata(root):
+    "Gradescope's submission_metadata.json ({} where there is none, as in a local test)."
+    try:
+        data = json.loads((root / "submission_metadata.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def submitter(metadata):
+    "The student as collect names a Gradescope submitter (student id, else email): the variant then matches."
+    from .downloads import slug
+    from .lms_input import Person
+
+    users = metadata.get("users") or [{}]
+    who = users[0] if isinstance(users[0], dict) else {}
+    name, sid, email = (str(who.get(key) or "").strip() for key in ("name", "sid", "email"))
+    student = slug(sid, lower=False) or slug(email) or slug(str(who.get("id") or "")) or "student"
+    return Person(student=student, name=name, email=email, sis_id=sid, lms_id=str(who.get("id") or ""))
+
+
+def late_policy(config, metadata, assignment, copy):
+    """The late policy (grading.reports.late) of gradescope.json's penalty, Gradescope's due date and the submission's time
+    (metadata written by Gradescope, not by the student: given to autograde as a trusted timestamp.txt)."""
+    from ..reports.late import Policy, make_policy
+
+    due = (metadata.get("assignment") or {}).get("due_date")
+    created = metadata.get("created_at")
+    if config.get("late_penalty", "none") == "none" or not due or not created:
+        return Policy()
+    (copy.parent / "timestamp.txt").write_text(f"{created}\n")
+    return make_policy([f"{assignment}={due}"], None, config["late_penalty"], None, trust_timestamps=True)
+
+
+def results_of(out, person, assignment, row, config):
+    "Gradescope's results.json for the row: lms.gradescope_results, plus the late policy and the variant."
+    from .lms import gradescope_results
+    from .lms_input import hidden_tests
+
+    book = json.loads((out / "gradebook.json").read_text())
+    entry = book.get(person.student, {}).get(assignment)
+    hidden = hidden_tests(REPO / "notebooks").get(assignment)
+    results = gradescope_results(person, assignment, entry, hidden, config.get("hidden_visibility", "after_published"))
+    lines = [results["output"]] if results["output"] else []
+    if row.late_by_hours:
+        lines.append(
+            f"Submitted {row.late_by_hours:g} hours late: {row.penalty:g} points taken "
+            f"({row.score:g} autograded, {row.final_score:g} counted)."
+        )
+    results["output"] = "\n".join(lines)
+    if entry and entry.get("variant"):
+        results["extra_data"]["variant"] = entry["variant"]
+    return results
+
+
+def main(argv=None):
+    argv = argv or sys.argv[1:]
+    if len(argv) != 2 or argv[0] != "run":
+        print("usage: python -m grading.lms.gradescope run ROOT (what run_autograder calls)", file=sys.stderr)
+        return 2
+    return run(argv[1])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""The late policy: a due date per assignment, a penalty function, and when each submission was handed in.
+
+The time of a submission is the notebook file's modification time as the grader received it, read with os.stat
+without following a symlink (a link's target, and its time, can be anything the student chose). It is not the
+`timestamp.txt` in the submission's folder: that file comes with the submission, so a student who writes
+`2026-11-30 12:00:00 UTC` into it would choose their own submission time and dodge the penalty. Only an instructor
+who collected the submissions with nbgrader (whose submit and collect write that file) and trusts it says
+`--trust-timestamps` (Policy.trust_timestamps); its first line is then the time (`2026-12-01 23:12:03.123456 UTC`;
+ISO 8601 such as `2026-12-01T23:12:03+01:00` is read too), else the file time. A time without a zone is the grading
+machine's local time.
+"""
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ..common.errors import GradingError
+
+TIME_FORMAT = "YYYY-MM-DDTHH:MM, optionally with seconds and a zone (2026-12-01T23:59, 2026-12-01T23:59+01:00)"
+PENALTY_FORMAT = "'none', 'zero', or '<P>%/day' or '<P>%/hour' with an optional cap: '10%/day,max=50%'"
+CLOCK_SLACK = timedelta(minutes=5)  # a timestamp this far ahead of the grader's clock is still "now"
+
+
+@dataclass(frozen=True)
+class Penalty:
+    "A fraction of the score taken per started day (or hour) late, at most `cap`; `zero` takes everything."
+
+    text: str = "none"
+    fraction: float = 0.0
+    hours: int = 24
+    cap: float = 1.0
+
+    def of(self, late_by):
+        "The fraction of the score lost when `late_by` (a timedelta, > 0) late."
+        if late_by <= timedelta(0):
+            return 0.0
+        periods = math.ceil(late_by / timedelta(hours=self.hours))
+        return min(self.cap, self.fraction * periods, 1.0)
+
+
+@dataclass
+class Policy:
+    due: dict = field(default_factory=dict)  # {assignment or "*": datetime}
+    released: dict = field(default_factory=dict)  # {assignment or "*": datetime}
+    penalty: Penalty = field(default_factory=Penalty)
+    trust_timestamps: bool = False  # read the submission's timestamp.txt (nbgrader's collect), not only the file time
+
+    def due_of(self, assignment):
+        return self.due.get(assignment, self.due.get("*"))
+
+    def released_of(self, assignment):
+        return self.released.get(assignment, self.released.get("*"))
+
+
+@dataclass
+class Late:
+    "What the late policy says about one submission (the grade table's late columns)."
+
+    submitted_at: str = ""
+    late_by_hours: float | None = None
+    penalty: float = 0.0  # the fraction of the score taken
+    note: str = ""
+    problem: bool = False
+
+
+def penalised(total, fraction):
+    "(points taken, final score) of `total` (the autograded score and the marks) when `fraction` of it is taken."
+    penalty = total * fraction
+    return round(penalty, 4), round(max(0.0, total - penalty), 4)
+
+
+def parse_time(text, where):
+    "An aware datetime from an nbgrader timestamp or ISO 8601 text; a GradingError naming `where` otherwise."
+    raw = text.strip()
+    value = re.sub(r"\s+(UTC|GMT|Z)$", "+00:00", raw)
+    value = re.sub(r"\s+([+-]\d\d):?(\d\d)$", r"\1:\2", value)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise GradingError(f"{where}: {raw!r} is not a date and time; expected {TIME_FORMAT}.") from None
+    return moment if moment.tzinfo else moment.astimezone()  # no zone: the grading machine's local time
+
+
+def parse_penalty(text):
+    spec = text.strip().lower().replace(" ", "")
+    if spec in ("", "none"):
+        return Penalty()
+    if spec == "zero":
+        return Penalty(text, fraction=1.0, hours=1)
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)%/(day|hour)(?:,max=(\d+(?:\.\d+)?)%)?", spec)
+    if not match or float(match[1]) > 100 or float(match[3] or 100) > 100:
+        raise GradingError(f"--late-penalty {text!r}: expected {PENALTY_FORMAT}.")
+    hours = 24 if match[2] == "day" else 1
+    return Penalty(text, fraction=float(match[1]) / 100, hours=hours, cap=float(match[3] or 100) / 100)
+
+
+def read_due_file(path):
+    """({assignment: due}, {assignment: released}) from a JSON file: {"09_nn": "2026-12-01T23:59"} or
+    {"09_nn": {"due": "2026-12-01T23:59", "released": "2026-11-20T09:00"}}; "*" stands for every assignment."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as error:
+        raise GradingError(f"{path}: cannot read the due-date file ({error.strerror}).") from None
+    except ValueError as error:
+        raise GradingError(f'{path}: not valid JSON ({error}); expected {{"<assignment>": "<due>"}}.') from None
+    if not isinstance(data, dict):
+        raise GradingError(f'{path}: expected an object {{"<assignment>": "<due>"}}.')
+    due, released = {}, {}
+    for assignment, entry in data.items():
+        where = f"{path}: {assignment}"
+        if isinstance(entry, str):
+            entry = {"due": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("due"), str):
+            raise GradingError(f'{where}: expected a due date, or {{"due": ..., "released": ...}}.')
+        due[assignment] = parse_time(entry["due"], f"{where}: due")
+        if isinstance(entry.get("released"), str):
+            released[assignment] = parse_time(entry["released"], f"{where}: released")
+    return due, released
+
+
+def make_policy(due=(), due_file=None, penalty="none", released=None, trust_timestamps=False):
+    """The policy of one run. `due`: ["2026-12-01T23:59"] for every assignment, or ["09_nn=2026-12-01T23:59", ...];
+    `due_file`: see read_due_file (the command line wins); `released`: when the assignments were released;
+    `trust_timestamps`: take the time from the submission's timestamp.txt where there is one (see the docstring)."""
+    dates, releases = read_due_file(due_file) if due_file else ({}, {})
+    for item in due:
+        assignment, _, when = item.rpartition("=") if "=" in item else ("*", "", item)
+        dates[assignment] = parse_time(when, f"--due {item}")
+    if released:
+        releases["*"] = parse_time(released, f"--released {released}")
+    result = Policy(dates, releases, parse_penalty(penalty), trust_timestamps)
+    if result.penalty.fraction and not dates:
+        raise GradingError("--late-penalty needs a due date: pass --due DATE or --due-file FILE.")
+    return result
+
+
+def submission_time(notebook, trust_timestamps=False):
+    """(when the submission was handed in, where that came from): the notebook file's time as received, or, when the
+    instructor trusts them, its folder's timestamp.txt first."""
+    stamp = Path(notebook).parent / "timestamp.txt"
+    if trust_timestamps and stamp.is_file():
+        lines = stamp.read_text(errors="replace").strip().splitlines()
+        if not lines:
+            raise GradingError(f"{stamp}: empty; expected a time such as 2026-12-01 23:12:03.123456 UTC.")
+        return parse_time(lines[0], str(stamp)), "timestamp.txt"
+    try:
+        mtime = os.stat(notebook, follow_symlinks=False).st_mtime
+    except OSError as error:
+        raise GradingError(f"{notebook}: cannot read the file's time ({error.strerror}).") from None
+    return datetime.fromtimestamp(mtime, UTC).astimezone(), "file time"
+
+
+def assess(policy, assignment, notebook, now=None):
+    "The late columns of one submission; a bad or odd timestamp is reported in the note, never raised."
+    now = now or datetime.now(UTC)
+    try:
+        when, source = submission_time(notebook, policy.trust_timestamps)
+    except GradingError as error:
+        if policy.due_of(assignment) is None:
+            return Late()  # no due date: when it was handed in does not matter
+        return Late(note=f"late policy not applied: {error}", problem=True)
+    late = Late(submitted_at=when.isoformat(timespec="seconds"))
+    due, released = policy.due_of(assignment), policy.released_of(assignment)
+    if when > now + CLOCK_SLACK:
+        late.note = f"the submission's {source} is in the future ({late.submitted_at}): no late penalty applied"
+        return late
+    if released is not None and when < released:
+        late.note = f"the submission's {source} ({late.submitted_at}) is before the release: no late penalty applied"
+        return late
+    if due is None:
+        return late
+    late.late_by_hours = round(max(0.0, (when - due) / timedelta(hours=1)), 2)
+    late.penalty = policy.penalty.of(when - due)
+    if late.late_by_hours and source == "file time":
+        late.note = "late by the notebook's file time as received" + (
+            "; its timestamp.txt was not read (--trust-timestamps reads it)"
+            if not policy.trust_timestamps and (Path(notebook).parent / "timestamp.txt").exists()
+            else ""
+        )
+    return late

@@ -1,0 +1,1 @@
+"""Where a student's code runs: bubblewrap, cgroups, the worker and the wire. See README.md."""

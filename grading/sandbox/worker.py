@@ -1,0 +1,254 @@
+"""The student's side of the trust boundary: `python worker.py IN_FD OUT_FD`, inside the sandbox.
+
+It imports the student's package and then answers calls, one at a time: "call your `AddBackward.apply` with these
+tensors", "call your `topological_order` on this graph". Arguments arrive as plain data (grading.sandbox.wire) and become
+objects of the student's own classes; what the student's function returns, and every object it changed, goes back
+as plain data. The worker decides nothing: it does not know the tests, the expected numbers or the scores, and
+whatever the student's code does to this process (patching NumPy, replacing this file's functions, walking frames)
+changes only the data it sends back, which the grader then checks as it would check any answer.
+
+Nothing here is a defence; the sandbox around this process and the grader's checks are.
+"""
+
+import builtins
+import functools
+import importlib
+import importlib.util
+import os
+import signal
+import sys
+import traceback
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# `-I` leaves out PYTHONPATH and the user's site-packages: the folders of the grader's own path come from the sandbox
+sys.path += [p for p in os.environ.get("TINYTORCH_SEARCH_PATH", "").split(os.pathsep) if p and p not in sys.path]
+import wire  # noqa: E402  (the file beside this one, also in the sandbox)
+
+WORKER_NUMBERS = 1 << 40  # objects made here are numbered from this on; the grader's from 1
+BUILTINS = dict(builtins.__dict__)  # put back before each reply: code that replaced a builtin still gets its answers
+# sent (robustness for the student, not a defence: the verdict is elsewhere)
+
+
+class CallTimeout(BaseException):
+    "The alarm: a call used up its CPU time (BaseException, so `except Exception` in student code misses it)."
+
+
+def _alarm(signum, frame):
+    raise CallTimeout()
+
+
+def cpu_limit(seconds):
+    """From now on, `seconds` of CPU time (this process, all its threads) until CallTimeout; 0 turns it off. CPU
+    time, not wall-clock time: on a busy grading machine an honest, slow submission waits, but is not failed."""
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+
+
+def stub_package(root):
+    "Make `tinytorch` importable without running its __init__, so modules load one at a time, in course order."
+    for name in ("tinytorch", "tinytorch.core"):
+        folder = os.path.join(root, *name.split("."))
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
+        )
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+    sys.modules["tinytorch"].core = sys.modules["tinytorch.core"]
+
+
+def import_student_module(plan):
+    "Import the earlier (reference) modules, then the student's; return an error message or None."
+    stub_package(plan["package"])
+    for name in plan["earlier_modules"]:
+        importlib.import_module(name)
+    if "tinytorch.core.autograd" in plan["earlier_modules"]:
+        sys.modules["tinytorch.core.autograd"].enable_autograd(quiet=True)
+    error = None
+    try:
+        cpu_limit(plan["cell_timeout"])
+        importlib.import_module(plan["module"])
+    except BaseException as exc:  # noqa: BLE001  (the student's module may raise anything)
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+        cell_by_cell(plan)
+    finally:
+        cpu_limit(0)
+    builtins.__dict__.update(BUILTINS)
+    for source in plan.get("notebook_exercises", []):  # exercises the notebook keeps to itself (not exported)
+        try:
+            cpu_limit(plan["cell_timeout"])
+            exec(compile(source, "<exercise>", "exec"), sys.modules[plan["module"]].__dict__)
+        except BaseException as exc:  # noqa: BLE001
+            error = error or f"{type(exc).__name__}: {exc}"[:2000]
+        finally:
+            cpu_limit(0)
+    if "tinytorch.core.autograd" not in plan["earlier_modules"]:
+        try:  # what tinytorch/__init__.py does
+            importlib.import_module("tinytorch.core.autograd").enable_autograd(quiet=True)
+        except BaseException as exc:  # noqa: BLE001
+            error = error or f"importing tinytorch failed: {type(exc).__name__}: {exc}"[:2000]
+    return error
+
+
+def cell_by_cell(plan):
+    """When the module does not import (a syntax error in one exercise, say), run its cells one by one, as the
+    notebook does, so that one broken cell costs only the tests that need it."""
+    module = types.ModuleType(plan["module"])
+    module.__file__ = os.path.join(plan["package"], *plan["module"].split(".")) + ".py"
+    sys.modules[plan["module"]] = module
+    for source in plan["exported"]:
+        try:
+            cpu_limit(plan["cell_timeout"])
+            exec(compile(source, f"<{plan['module']}>", "exec"), module.__dict__)
+        except BaseException:  # noqa: BLE001
+            pass
+        finally:
+            cpu_limit(0)
+
+
+def resolve_class(module, qualname):
+    if not (isinstance(module, str) and isinstance(qualname, str) and module.split(".")[0] == "tinytorch"):
+        raise wire.WireError(f"the class {module}.{qualname} is not one of the course's")
+    value = sys.modules.get(module) or importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def target_of(module, qualname):
+    value = sys.modules[module]
+    for part in qualname.split("."):
+        value = value.__dict__[part] if isinstance(value, type) and part in value.__dict__ else getattr(value, part)
+    if isinstance(value, property):
+        value = value.fget
+    return value
+
+
+def simple_globals(module):
+    return {
+        k: v
+        for k, v in vars(module).items()
+        if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))
+    }
+
+
+class Channel:
+    def __init__(self, in_fd, out_fd):
+        self.inbox, self.out_fd = os.fdopen(in_fd, "rb", buffering=0), out_fd
+
+    def send(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.out_fd, view) :]
+
+    def receive(self):
+        return wire.unpack(self.inbox.read)
+
+
+def error_header(exc, readonly):
+    kind = type(exc).__name__
+    message = "used up the CPU time allowed for one call" if isinstance(exc, CallTimeout) else str(exc)
+    if readonly and isinstance(exc, ValueError) and "read-only" in message:
+        message = f"your rule changed grad_output or a saved tensor in place: compute a new array instead ({message})"
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<") or "tinytorch" in f.filename
+    ]
+    where = f"line {frames[-1].lineno}: {frames[-1].line}" if frames and frames[-1].line else ""
+    return {
+        "op": "raise",
+        "type": kind if kind in wire.EXCEPTIONS or kind == "GradcheckError" else "Error",
+        "raised": kind,
+        "message": message[:4000],
+        "where": where[:300],
+    }
+
+
+def capture():
+    "From now on, what is printed here goes into a new wire.Printed (until `release`): the feedback page shows it."
+    printed = wire.Printed()
+    sys.stdout, sys.stderr = printed.stream("stdout"), printed.stream("stderr")
+    return printed
+
+
+def release(printed):
+    "Back to the process's own streams (they go nowhere); return what was printed, as wire.Printed.parts()."
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    return printed.parts()
+
+
+def serve(channel, plan):
+    graded = sys.modules[plan["module"]]
+    while True:
+        header, arrays = channel.receive()
+        if header.get("op") == "end":
+            return
+        readonly, call = bool(header.get("readonly")), header.get("call")
+        printed = capture()
+        session = wire.Session(
+            resolve_class,
+            first_number=WORKER_NUMBERS,
+            readonly=readonly,
+            accept_new_classes=True,
+            make_callable=lambda number: None,
+        )
+        session.make_callable = functools.partial(callback, channel, session, call=call)
+        try:
+            for name, value in header.get("globals", {}).items():
+                if name in simple_globals(graded):
+                    setattr(graded, name, value)
+            builtins.__dict__.update(BUILTINS)
+            values = session.receive(header, arrays)
+            function = target_of(header["module"], header["qualname"])
+            cpu_limit(plan["cell_timeout"])
+            try:
+                result = function(*values["args"], **values["kwargs"])
+            finally:
+                cpu_limit(0)
+            builtins.__dict__.update(BUILTINS)
+            shown = release(printed)
+            reply = session.message(
+                {"op": "return", "globals": simple_globals(graded), "call": call, "printed": shown}, {"value": result}
+            )
+        except BaseException as exc:  # noqa: BLE001  (anything the student's code raises is an answer)
+            shown = release(printed)
+            try:
+                reply = session.message(
+                    dict(error_header(exc, readonly), globals=simple_globals(graded), call=call, printed=shown), {}
+                )
+            except BaseException as inner:  # noqa: BLE001
+                reply = wire.pack(dict(error_header(inner, readonly), call=call, printed=shown), [])
+        channel.send(reply)
+
+
+def callback(channel, session, number, call):
+    "A stand-in for one of the grader's functions: calling it asks the grader to run it and waits for the answer."
+
+    def function_stub(*args, **kwargs):
+        channel.send(
+            session.message({"op": "callback", "function": number, "call": call}, {"args": args, "kwargs": kwargs})
+        )
+        header, arrays = channel.receive()
+        values = session.receive(header, arrays)
+        if header.get("op") == "raise":
+            raise wire.EXCEPTIONS.get(header.get("type"), RuntimeError)(header.get("message", ""))
+        return values["value"]
+
+    function_stub._wire_stub = True
+    return function_stub
+
+
+def main(argv=None):
+    in_fd, out_fd = map(int, (argv or sys.argv[1:])[:2])
+    channel = Channel(in_fd, out_fd)
+    channel.send(wire.pack({"op": "hello"}, []))  # Python and NumPy started: from here on, failures are the student's
+    plan, _ = channel.receive()
+    sys.path.insert(0, plan["package"])
+    os.chdir("/tmp")
+    signal.signal(signal.SIGPROF, _alarm)  # matplotlib, if the student's code uses it, draws with Agg: MPLBACKEND
+    printed = capture()
+    error = import_student_module(plan)
+    channel.send(wire.pack({"op": "ready", "error": error, "printed": release(printed)}, []))
+    serve(channel, plan)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

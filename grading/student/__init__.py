@@ -1,0 +1,1 @@
+"""The student kit's commands: check and export. See README.md."""

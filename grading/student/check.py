@@ -1,0 +1,90 @@
+"""Run the visible tests of one notebook, as a student would before handing it in."""
+
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..common.defaults import CHECK_TIMEOUT
+from ..common.environment import kernel_environment
+from ..common.errors import GradingError
+from ..common.notebooks import REPO, nbgrader_meta, read_notebook
+
+HIDDEN = "hidden"  # the status of a test cell whose tests were stripped from the release
+# ipykernel logs this on every start of a kernel that listens on localhost TCP, as nbclient starts it; the kernel and
+# this process are on one machine and the message would be the first line a student reads, so it is left out.
+TCP_WARNING = "Kernel is running over TCP without encryption"
+
+
+def package_root(start):
+    "The kit (or repository) at or above the folder `start`: the one holding settings.ini and tinytorch/."
+    for folder in [Path(start).resolve(), *Path(start).resolve().parents]:
+        if (folder / "settings.ini").exists() and (folder / "tinytorch").is_dir():
+            return folder
+    return REPO
+
+
+def execute(notebook, pythonpath, timeout, allow_errors=True, failure="{notebook}: could not run the notebook"):
+    """Run every cell of the notebook file in a fresh kernel that imports tinytorch from `pythonpath`, in the
+    notebook's folder; return the notebook with its outputs. `failure` starts the error's message."""
+    from nbclient import NotebookClient
+
+    notebook = Path(notebook)
+    nb = read_notebook(notebook)
+    try:
+        with kernel_environment(pythonpath):
+            client = NotebookClient(
+                nb,
+                timeout=timeout,
+                kernel_name="python3",
+                allow_errors=allow_errors,
+                resources={"metadata": {"path": str(notebook.resolve().parent)}},
+            )
+            with kernel_stderr() as stderr:
+                client.execute(stderr=stderr)  # passed on to the kernel's Popen
+    except Exception as error:
+        where = failure.format(notebook=notebook, name=notebook.name)
+        raise GradingError(f"{where} ({type(error).__name__}: {error}).") from None
+    return nb
+
+
+@contextmanager
+def kernel_stderr():
+    """A pipe for the kernel's stderr that copies every line to ours but ipykernel's TCP_WARNING: the kernel is
+    another process, so a warnings filter here cannot see its log; every other line, warnings included, still shows."""
+    read_end, write_end = os.pipe()
+
+    def copy():
+        with open(read_end, "rb") as lines:
+            for line in lines:
+                if TCP_WARNING.encode() not in line:
+                    sys.stderr.write(line.decode("utf-8", "replace"))
+                    sys.stderr.flush()
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+    try:
+        yield write_end
+    finally:
+        os.close(write_end)  # the copy ends when the kernel, the other writer, has ended too
+        thread.join(timeout=5)  # a process the notebook started may hold the pipe open; it is a daemon thread
+
+
+def run_tests(notebook, timeout=CHECK_TIMEOUT):
+    "Execute the notebook; return [(test name, points, passed, message)] for its test cells."
+    notebook = Path(notebook)
+    nb = execute(notebook, package_root(notebook.parent), timeout)
+    results = []
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type != "code" or not meta.get("grade"):
+            continue
+        code = [line for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if not code:
+            results.append((meta["grade_id"], meta.get("points", 0), HIDDEN, "hidden tests: they run when graded"))
+            continue
+        message = f"{errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else ""
+        results.append((meta["grade_id"], meta.get("points", 0), not errors, message))
+    return results
