@@ -250,7 +250,7 @@ def test_a_test_added_after_marking_keeps_every_mark_and_is_graded(marked, tmp_p
     added.source = "# test: added_test (1 point)\nassert True, 'a check the instructor added after marking'"
     nb.cells.insert(at + 1, added)
     write_notebook(nb, path)
-    from grading.marking import read_marks
+    from grading.reports.marking import read_marks
 
     with open(tmp_path / "grades" / "grades.csv") as f:
         before = {r["student"]: r for r in csv.DictReader(f)}
