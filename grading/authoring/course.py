@@ -57,8 +57,9 @@ NBGRADER_CALL = threading.Lock()
 class Course:
     "An nbgrader course folder: source/<assignment>/<assignment>.ipynb, the gradebook, release/."
 
-    def __init__(self, root):
-        self.root = Path(root)
+    def __init__(self, root, print_logs=True):
+        "`print_logs`: print nbgrader's log when a call fails (else it is only on the GradingError, as `.log`)."
+        self.root, self.print_logs = Path(root), print_logs
         self.root.mkdir(parents=True, exist_ok=True)
         self._config = config(self.root)
         self._api = None
@@ -80,10 +81,13 @@ class Course:
             result = getattr(self.api, method)(*args, **kwargs)
         if not result.get("success"):
             log = (result.get("error") or "") + "\n" + (result.get("log") or "")
-            print(f"nbgrader could not {what}; its log:\n{log}", file=sys.__stderr__)  # the job's log file
+            if self.print_logs:
+                print(f"nbgrader could not {what}; its log:\n{log}", file=sys.__stderr__)  # the job's log file
             causes = [line.strip() for line in log.splitlines() if "Error" in line and "Please see" not in line]
             detail = causes[-1] if causes else (log.strip().splitlines() or ["no detail given"])[-1]
-            raise GradingError(f"nbgrader could not {what}: {detail[:300]}")
+            error = GradingError(f"nbgrader could not {what}: {detail[:300]}")
+            error.log = log
+            raise error
         return result
 
     def add_source(self, assignment, notebook_path):

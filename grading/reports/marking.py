@@ -20,6 +20,7 @@ that assignment's submissions again, with the marks and comments of their answer
 import json
 import re
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,9 +71,10 @@ def prepare_assignments(root, notebooks, stamps_path, log):
         if stamps.get(stem) != stamp:
             try:
                 try:
-                    Course(root).add_assignments({stem: path})
+                    Course(root, print_logs=False).add_assignments({stem: path})
                 except GradingError as error:
                     if CELLS_CHANGED not in str(error):
+                        print(f"nbgrader's log:\n{getattr(error, 'log', '')}", file=sys.stderr)
                         raise
                     record_again(root, stem, path, log)
             except GradingError as error:
