@@ -19,6 +19,8 @@ from collections import deque
 
 import numpy as np
 
+from ..sandbox import wire
+
 MAY_CHANGE = {  # every other exercise may change nothing it is given (a backward rule, Linear.forward, matmul)
     "Function.__init__": ("self",),
     "attach": ("result",),
@@ -62,7 +64,7 @@ def object_paths(named, number_of):
     queue = deque((value, None, name) for name, value in named.items())
     while queue:  # the grader's own objects only: as many as its tests made
         value, parent, step = queue.popleft()
-        if value is None or type(value) in (bool, int, float, str) or id(value) in seen:
+        if wire.is_simple(value) or id(value) in seen:
             continue
         seen.add(id(value))
         here = (parent, step)

@@ -194,7 +194,7 @@ class Remote:
 
     Two workers, each in a sandbox of its own: one for the cells the feedback page shows, one for the hidden tests
     (`hidden`: which one calls go to). The first never gets a hidden test's inputs, so nothing it prints or returns
-    for the page can hold one; both see the same module-level flags (simple_globals), which travel with every call."""
+    for the page can hold one; both see the same module-level flags (wire.simple_globals), which travel with every call."""
 
     def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
         self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
@@ -264,7 +264,7 @@ class Remote:
             "module": self.plan["module"],
             "qualname": qualname,
             "readonly": readonly,
-            "globals": simple_globals(self.graded),
+            "globals": wire.simple_globals(self.graded),
             "call": worker.calls,
         }
         try:
@@ -436,21 +436,13 @@ def resolve_trusted_class(module, qualname):
     return value
 
 
-def simple_globals(module):
-    return {
-        k: v
-        for k, v in vars(module).items()
-        if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))
-    }
-
-
 def set_simple_globals(module, values):
     "The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them."
     if not isinstance(values, dict):
         return
-    mine = simple_globals(module)
+    mine = wire.simple_globals(module)
     for name, value in values.items():
-        if name in mine and (value is None or type(value) in (bool, int, float, str)):
+        if name in mine and wire.is_simple(value):
             setattr(module, name, value)
 
 

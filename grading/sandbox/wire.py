@@ -184,8 +184,14 @@ class _Stream(io.TextIOBase):
 SIMPLE_TYPES = (bool, int, float, str)
 
 
-def _is_simple(value):
-    return value is None or type(value) in (bool, int, float, str)
+def is_simple(value):
+    "None, or a bool, int, float or str exactly (not a subclass, which could carry code)."
+    return value is None or type(value) in SIMPLE_TYPES
+
+
+def simple_globals(module):
+    "The module's own simple globals (a flag such as no_grad's switch): they travel with every call, both ways."
+    return {k: v for k, v in vars(module).items() if not k.startswith("__") and is_simple(v)}
 
 
 def _fingerprint(value):
@@ -193,15 +199,15 @@ def _fingerprint(value):
     if isinstance(value, np.ndarray):
         return value.shape, value.dtype.str, value.tobytes()
     if isinstance(value, list):
-        return tuple(id(v) if not _is_simple(v) else ("v", v) for v in value)
+        return tuple(id(v) if not is_simple(v) else ("v", v) for v in value)
     if isinstance(value, dict):
-        return tuple((k, id(v) if not _is_simple(v) else ("v", v)) for k, v in value.items())
+        return tuple((k, id(v) if not is_simple(v) else ("v", v)) for k, v in value.items())
     if isinstance(value, np.random.Generator):
         return repr(value.bit_generator.state)
     if isinstance(value, type):
         return ()
     state = getattr(value, "__dict__", {})
-    return tuple((k, id(v) if not _is_simple(v) else ("v", v)) for k, v in state.items())
+    return tuple((k, id(v) if not is_simple(v) else ("v", v)) for k, v in state.items())
 
 
 class Session:
@@ -219,7 +225,7 @@ class Session:
     # -- sending --
     def encode(self, value, sending):
         "A JSON node for `value`; objects not yet known are added to `sending` (number -> object)."
-        if value is None or type(value) in SIMPLE_TYPES:
+        if is_simple(value):
             return value  # NaN and infinities too: Python's json reads what it writes
         number = self.number_of.get(id(value))
         if number is not None:
@@ -266,7 +272,7 @@ class Session:
         if isinstance(value, dict):
             items = []
             for k, v in value.items():
-                if not (_is_simple(k) or isinstance(k, tuple)):
+                if not (is_simple(k) or isinstance(k, tuple)):
                     raise WireError(f"a dict with a {type(k).__name__} key cannot be sent")
                 items.append([self.encode(k, sending), self.encode(v, sending)])
             return ["d", items]
@@ -455,12 +461,12 @@ class Session:
 
     def _key(self, node):
         key = self.decode(node)
-        if not (_is_simple(key) or isinstance(key, tuple)):
+        if not (is_simple(key) or isinstance(key, tuple)):
             raise WireError("a dict key that is not a number, string or tuple")
         return key
 
     def decode(self, node):
-        if _is_simple(node):
+        if is_simple(node):
             return node
         if not isinstance(node, dict) or len(node) != 1:
             raise WireError(f"a malformed value {str(node)[:80]}")

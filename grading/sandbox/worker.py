@@ -122,14 +122,6 @@ def target_of(module, qualname):
     return value
 
 
-def simple_globals(module):
-    return {
-        k: v
-        for k, v in vars(module).items()
-        if not k.startswith("__") and (v is None or type(v) in (bool, int, float, str))
-    }
-
-
 class Channel:
     def __init__(self, in_fd, out_fd):
         self.inbox, self.out_fd = os.fdopen(in_fd, "rb", buffering=0), out_fd
@@ -192,7 +184,7 @@ def serve(channel, plan):
         session.make_callable = functools.partial(callback, channel, session, call=call)
         try:
             for name, value in header.get("globals", {}).items():
-                if name in simple_globals(graded):
+                if name in wire.simple_globals(graded):
                     setattr(graded, name, value)
             builtins.__dict__.update(BUILTINS)
             values = session.receive(header, arrays)
@@ -205,13 +197,14 @@ def serve(channel, plan):
             builtins.__dict__.update(BUILTINS)
             shown = release(printed)
             reply = session.message(
-                {"op": "return", "globals": simple_globals(graded), "call": call, "printed": shown}, {"value": result}
+                {"op": "return", "globals": wire.simple_globals(graded), "call": call, "printed": shown},
+                {"value": result},
             )
         except BaseException as exc:  # noqa: BLE001  (anything the student's code raises is an answer)
             shown = release(printed)
             try:
                 reply = session.message(
-                    dict(error_header(exc, readonly), globals=simple_globals(graded), call=call, printed=shown), {}
+                    dict(error_header(exc, readonly), globals=wire.simple_globals(graded), call=call, printed=shown), {}
                 )
             except BaseException as inner:  # noqa: BLE001
                 reply = wire.pack(dict(error_header(inner, readonly), call=call, printed=shown), [])
