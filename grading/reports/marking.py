@@ -70,13 +70,7 @@ def prepare_assignments(root, notebooks, stamps_path, log):
         stamp = file_fingerprint(path)
         if stamps.get(stem) != stamp:
             try:
-                try:
-                    Course(root, print_logs=False).add_assignments({stem: path})
-                except GradingError as error:
-                    if CELLS_CHANGED not in str(error):
-                        print(f"nbgrader's log:\n{getattr(error, 'log', '')}", file=sys.stderr)
-                        raise
-                    record_again(root, stem, path, log)
+                add_assignment(root, stem, path, log)
             except GradingError as error:
                 log(f"marking course: {stem} could not be updated ({error}); its answers are not in {root}")
                 continue
@@ -90,13 +84,29 @@ CELLS_CHANGED = "Cannot add or remove cells"  # nbgrader, when a graded cell is 
 KEPT_MARKS = "kept-marks.json"  # in OUT/marking: the marks of an assignment being recorded again, until restored
 
 
+def add_assignment(root, stem, path, log):
+    "Add or update one assignment; where nbgrader refuses because its graded cells changed, record it again."
+    try:
+        Course(root, print_logs=False).add_assignments({stem: path})
+    except GradingError as error:
+        if CELLS_CHANGED not in str(error):
+            print(f"nbgrader's log:\n{getattr(error, 'log', '')}", file=sys.stderr)
+            raise
+        record_again(root, stem, path, log)
+
+
+def read_kept(root):
+    "{assignment: {student: {'marks': ..., 'comments': ...}}} kept by record_again and not restored yet."
+    path = root / KEPT_MARKS
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def record_again(root, stem, path, log):
     """The instructor added or removed a graded cell of `stem` after its submissions were recorded, which nbgrader
     refuses. Keep the marks and comments of its written answers in OUT/marking/kept-marks.json (written before anything
     is removed), remove its submissions from the gradebook, and add the assignment again: `update` records each
     submission again and puts its kept marks back (restore_marks)."""
-    kept_path = root / KEPT_MARKS
-    kept = json.loads(kept_path.read_text()) if kept_path.exists() else {}
+    kept = read_kept(root)
     with gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         submissions = gb.find_assignment(stem).submissions
         for submission in submissions:
@@ -108,7 +118,7 @@ def record_again(root, stem, path, log):
                 for comment in notebook.comments:
                     if comment.manual_comment:
                         entry["comments"][comment.name] = comment.manual_comment
-        write_atomic(kept_path, json.dumps(kept, indent=1))
+        write_atomic(root / KEPT_MARKS, json.dumps(kept, indent=1))
         for student in [submission.student_id for submission in submissions]:
             gb.remove_submission(stem, student)
     Course(root).add_assignments({stem: path})
@@ -118,17 +128,14 @@ def record_again(root, stem, path, log):
     )
 
 
-def restore_marks(gb, root, student, assignment, answers, log):
-    "Put back the marks kept for this submission by record_again (if any), then forget them."
+def restore_marks(gb, kept, student, assignment, answers, log):
+    """Put back the marks `kept` (read_kept) for this submission, if any, and take them out of `kept`; True if there
+    were some (the caller writes `kept` back once)."""
     from nbgrader.api import MissingEntry
 
-    kept_path = root / KEPT_MARKS
-    if not kept_path.exists():
-        return
-    kept = json.loads(kept_path.read_text())
-    entry = kept.get(assignment, {}).pop(student, None)
+    entry = kept.get(assignment, {}).get(student)
     if entry is None:
-        return
+        return False
     for name, (score, extra) in entry["marks"].items():
         if name not in answers:
             log(f"marking course: {student}/{assignment}: answer {name} was removed; its mark {score:g} is dropped")
@@ -141,9 +148,8 @@ def restore_marks(gb, root, student, assignment, answers, log):
         except MissingEntry:
             log(f"marking course: {student}/{assignment}: the comment on {name} has no cell left; dropped: {text!r}")
     gb.db.commit()
-    if not kept.get(assignment):
-        kept.pop(assignment, None)
-    write_atomic(kept_path, json.dumps(kept, indent=1))
+    del kept[assignment][student]  # only once they are in the gradebook
+    return True
 
 
 def revert_test_edit(grade, student, assignment, log):
@@ -197,6 +203,7 @@ def update(out, state, notebooks, instructor, found, results, log=None):
     (root / "nbgrader_config.py").write_text(CONFIG)
     ready = prepare_assignments(root, with_answers, root / ".assignments.json", log)
     shutil.rmtree(root / "release", ignore_errors=True)  # the student version is in the kit
+    kept, restored = read_kept(root), False
     with gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for student, assignment, path in found:
             result = results.get((student, assignment))
@@ -207,10 +214,12 @@ def update(out, state, notebooks, instructor, found, results, log=None):
             write_notebook(nb, root / "autograded" / student / assignment / f"{assignment}.ipynb")
             try:
                 record(gb, student, assignment, result, answers[assignment], log)
-                restore_marks(gb, root, student, assignment, answers[assignment], log)
+                restored |= restore_marks(gb, kept, student, assignment, answers[assignment], log)
             except MissingEntry as error:
                 gb.db.rollback()
                 log(f"marking course: {student}/{assignment} not recorded ({error}); its answers cannot be marked")
+    if restored:  # what is still kept waits for a run that records its submission
+        write_atomic(root / KEPT_MARKS, json.dumps({a: s for a, s in kept.items() if s}, indent=1))
     return root
 
 
