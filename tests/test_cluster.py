@@ -225,44 +225,6 @@ def test_a_hostile_submission_scores_as_locally_and_reaches_nothing_outside_its_
     assert all(p.poll() is None for p in dask_cluster.workers), "a worker died"
 
 
-@pytest.mark.slow
-def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_class, tmp_path):
-    root = small_class["root"]
-    cluster = Cluster(tmp_path / "dask")
-    out = tmp_path / "grades"
-    try:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "grading",
-                "autograde",
-                str(root / "submissions"),
-                "--out",
-                str(out),
-                "--cluster",
-                cluster.address,
-                *secret(root),
-            ],
-            cwd=REPO,
-            env=dask_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.time() + 900
-        while not list((out / "results").glob("*/*.json")) and time.time() < deadline and process.poll() is None:
-            time.sleep(0.2)
-        killed = cluster.kill_a_busy_worker()
-        stdout, stderr = process.communicate(timeout=900)
-    finally:
-        cluster.close()
-    assert process.returncode == 0, stderr[-3000:]
-    assert killed, "no worker was grading when the first result came in"
-    assert table(out) == table(root / "grades-local")
-    assert gradebook(out) == gradebook(root / "grades-local")
-
-
 def autograde_process(submissions, out, *mode, root):
     "`autograde` started in the background, as an instructor starts it."
     command = [sys.executable, "-m", "grading", "autograde", str(submissions), "--out", str(out), *mode, *secret(root)]
@@ -271,8 +233,33 @@ def autograde_process(submissions, out, *mode, root):
     )
 
 
+def wait_for_a_result(out, process, seconds=900):
+    "Until the run writing into `out` has its first result (or has ended, or `seconds` passed)."
+    deadline = time.time() + seconds
+    while not list((Path(out) / "results").glob("*/*.json")) and time.time() < deadline and process.poll() is None:
+        time.sleep(0.1)
+
+
 def scores(out):
     return {(r["student"], r["assignment"]): (r["score"], r["max_score"]) for r in table(out)}
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_class, tmp_path):
+    root = small_class["root"]
+    cluster = Cluster(tmp_path / "dask")
+    out = tmp_path / "grades"
+    try:
+        process = autograde_process(root / "submissions", out, "--cluster", cluster.address, root=root)
+        wait_for_a_result(out, process)
+        killed = cluster.kill_a_busy_worker()
+        stdout, stderr = process.communicate(timeout=900)
+    finally:
+        cluster.close()
+    assert process.returncode == 0, stderr[-3000:]
+    assert killed, "no worker was grading when the first result came in"
+    assert table(out) == table(root / "grades-local")
+    assert gradebook(out) == gradebook(root / "grades-local")
 
 
 @pytest.mark.slow
@@ -293,11 +280,7 @@ def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_
             dask = autograde_process(
                 tmp_path / name, tmp_path / f"{name}-dask", "--cluster", cluster.address, root=tmp_path
             )
-            deadline = time.time() + 900
-            while not list((tmp_path / f"{name}-dask" / "results").glob("*/*.json")) and time.time() < deadline:
-                if dask.poll() is not None:
-                    break
-                time.sleep(0.2)
+            wait_for_a_result(tmp_path / f"{name}-dask", dask)
             killed = cluster.kill_a_busy_worker()
             cluster.workers.append(cluster.start(cluster.worker_args(len(cluster.workers)), f"worker-{name}"))
             (_, local_err), (_, dask_err) = local.communicate(timeout=1800), dask.communicate(timeout=1800)
@@ -333,9 +316,7 @@ def test_a_scheduler_lost_mid_run_keeps_what_was_graded_and_the_next_run_grades_
     cluster = Cluster(tmp_path / "dask")
     try:
         run = autograde_process(root / "submissions", out, "--cluster", cluster.address, root=root)
-        deadline = time.time() + 900
-        while not list((out / "results").glob("*/*.json")) and time.time() < deadline and run.poll() is None:
-            time.sleep(0.1)
+        wait_for_a_result(out, run)
         cluster.kill(cluster.scheduler)
         _, stderr = run.communicate(timeout=900)
     finally:

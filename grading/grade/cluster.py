@@ -127,7 +127,7 @@ class ClusterRunner(Runner):
             return self.course
 
     def stop(self):
-        "Start no more tasks and cancel the submitted ones (a task already running ends on its worker by itself)."
+        "Start no more tasks and cancel the submitted ones (a task already running then kills its job: stop_when_cancelled)."
         with self.lock:
             self.stopping.set()
             futures = list(self.running)
