@@ -1,5 +1,7 @@
-"""`python -m grading check` prints the test results, not ipykernel's "TCP without encryption" warning (issue 22, 7)."""
+"""`python -m grading check` prints the test results, not ipykernel's "TCP without encryption" warning (issue 22, 7), and
+its kernels use one BLAS thread unless the user chose otherwise."""
 
+import os
 import subprocess
 import sys
 
@@ -35,3 +37,15 @@ def test_check_prints_no_tcp_warning(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "PASS    sums (1 point)" in result.stdout
     assert "without encryption" not in result.stdout + result.stderr
+
+
+def test_the_kernels_get_one_blas_thread_unless_the_user_chose(monkeypatch):
+    from grading.common.environment import kernel_environment
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    with kernel_environment("/somewhere"):
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1", "small matrices: one BLAS thread by default"
+        assert os.environ["OMP_NUM_THREADS"] == "3", "a value the user set is kept"
+        assert os.environ["PYTHONPATH"] == "/somewhere"
+    assert "OPENBLAS_NUM_THREADS" not in os.environ, "the grader's own environment is restored"

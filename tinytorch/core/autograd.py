@@ -394,9 +394,10 @@ def run_backward(
         retain_graph = create_graph  # a differentiable gradient still points into the forward graph
     if not getattr(root, "requires_grad", False):
         raise RuntimeError(
-            "backward() was called on a tensor that does not require a gradient, so there is nothing to "
-            "differentiate. Create the inputs you want gradients for with Tensor(..., requires_grad=True), "
-            "and do not compute the result inside no_grad()."
+            "backward() or grad() was called on a tensor that does not require a gradient, so there is nothing "
+            "to differentiate: it was computed from no tensor that requires one (or inside no_grad()). Create the "
+            "inputs you want gradients for with Tensor(..., requires_grad=True). A result that does not depend on "
+            "them at all (a constant gradient, say) has derivative zero with respect to them."
         )
     grads = {id(root): _seed_gradient(root, grad_output)}
     leaves = []

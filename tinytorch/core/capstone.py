@@ -9,7 +9,7 @@ import numpy as np
 from .function import no_grad
 from .losses import CrossEntropy
 from .nn import Linear, Module, ReLU, Sequential
-from .optimizers import AdamW
+from .optimizers import SGD, Adam, AdamW  # here: the exported build_and_train may use any
 from .tensor import Tensor
 from .training import batches
 
