@@ -361,7 +361,7 @@ def bench_grading(rows):
             timings[workers] = time.perf_counter() - start
             cpu[workers] = cpu_seconds() - used
         with open(tmp / "grades-1" / "grades.csv") as table:
-            notebooks = sum(1 for _ in table) - 1  # graded rows: 15_viz, given code only, is not graded
+            notebooks = sum(1 for _ in table) - 1  # graded rows: the given-code notebooks are not graded
         jobs = [json.loads(line) for line in split.read_text().splitlines()]
     tests_only, tests_cpu = 0.0, cpu_seconds()
     for path in course_notebooks().values():

@@ -66,7 +66,8 @@ def test_duplicate_ids_are_refused():
 
 
 GIVEN_CHAPTERS = {
-    "15_viz.ipynb"
+    "02b_diagnosis.ipynb",
+    "15_viz.ipynb",
 }  # given code only: released to read, not graded (grading/grade/autograde.py skips them)
 
 

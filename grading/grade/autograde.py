@@ -117,7 +117,7 @@ def find_submissions(submissions, known):
 
 
 def graded_assignments(notebooks_dir=None):
-    "The notebooks that are assignments (with tests or written answers); 15_viz, given code only, is not one."
+    "The notebooks that are assignments (with tests or written answers); 02b_diagnosis and 15_viz, given code only, are not."
     notebooks = course_notebooks(notebooks_dir)
     return [
         stem
@@ -452,7 +452,7 @@ def autograde(
     instructor = {stem: read_notebook(p) for stem, p in notebooks.items()}
     known = {stem: {nbgrader_meta(c).get("grade_id") for c in nb.cells} for stem, nb in instructor.items()}
     found, problems = find_submissions(submissions, known)
-    # A notebook without tests or answers (15_viz: given code only) is a chapter to read, not an assignment.
+    # A notebook without tests or answers (02b_diagnosis, 15_viz: given code only) is a chapter to read, not an assignment.
     given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}
     found = [item for item in found if item[1] not in given]
     out = Path(out).resolve()
