@@ -141,6 +141,12 @@ def test_the_summaries_check_against_the_numbers_the_exercises_give():
     assert "(1, 1, 1)" in summary and "(2, 2, 2)" in summary and "(3, 6)" in summary and "(3 here)" in summary
     (found,) = gradients(reductions.MeanBackward, np.ones((2, 3)), g=[3.0, 6.0], axis=1)
     assert np.allclose(found, [[1, 1, 1], [2, 2, 2]])
+    assert "(3, 0, 3)" in summary and "(2, 0, 3)" in summary and "`(1, 2, 0)`" in summary
+    (found,) = gradients(reductions.IndexBackward, np.zeros(3), g=[1.0, 2.0, 3.0], index=np.array([0, 0, 2]))
+    assert np.allclose(found, [3, 0, 3])
+    written = np.zeros(3)
+    written[[0, 0, 2]] = [1, 2, 3]
+    assert np.allclose(written, [2, 0, 3])  # the mistake: a write keeps the last of the repeated positions
     summary = text_of("c08-032", "08_losses")
     for example in ["[0, 4/3, 4/3]", "[-1, -0.625]", "[[-3/8, 3/8], [1/4, -1/4]]"]:
         assert example in summary, example
@@ -172,6 +178,16 @@ STATED = {
         "\\frac{g}{N}",
         "\\frac{g_i}{N}",
         "\\frac{1}{N} g",
+        # the rules that only move numbers: the method is the text's, the expressions are the exercises'
+        "reshaping to the input's shape",
+        "np.argsort(axes)",
+        "inverse permutation `np.argsort",
+        "sorted(range(len(",
+        "one call to `scatter_add`",
+        "scatter_add(grad_output",
+        "inside `scatter_add`",
+        "grad_output.reshape(x.shape)",
+        "transpose(tuple(inverse))",
     ],
     # 10: the recurrences the student derives from the sums that define the velocity and the running averages
     "10_optimizers": [
