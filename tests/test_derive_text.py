@@ -4,6 +4,9 @@ docstrings say what a rule computes, not its gradient, and the text and the summ
 instead of the formula. Those numbers are checked here against the reference rules, the mistakes the text names
 against the numbers it says they give, and no released cell may state what an exercise asks for."""
 
+import ast
+import re
+
 import numpy as np
 import pytest
 
@@ -238,3 +241,46 @@ def released_text(notebook):
 def test_no_released_cell_states_a_rule_the_student_derives(notebook):
     found = [(cell_id, s) for cell_id, text in released_text(notebook) for s in STATED[notebook] if s in text]
     assert not found, f"{notebook}: these cells state a rule the exercises ask for: {found}"
+
+
+# A formula in a message, as code or as maths: an update (p -= lr * v, v = momentum * v + g), a power with a symbol
+# for exponent (beta1**t; a case's sum(p ** 3) is no rule), a square root, a bias correction's or a derivative's
+# (1 - ...). A hidden test's message says which quantity is wrong, at which step or in which situation, expected
+# against got, and which section to reread; never the rule itself.
+FORMULA = re.compile(
+    r"[\w\])]\s*[-+*/]=\s*[\w(.][^,;:?]*?[-+*/@]\s*[\w(]"
+    r"|\*\*\s*\(?[a-zA-Z_]|sqrt\(|√\(|\(1 - \w|\b[a-z_]\w* = [a-z_]\w* \* [a-z_]\w*"
+)
+
+
+def hidden_strings(notebook):
+    """(cell id, text) of every string in the hidden tests of `notebook` that a failure can show: assertion messages,
+    likely causes, case names. An f-string is read whole, its fields as {…}; docstrings are left out."""
+    for cell in read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells:
+        if "### BEGIN HIDDEN TESTS" not in cell.source:
+            continue
+        hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+        tree = ast.parse(hidden)
+        docstrings = {
+            id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+        }
+        parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                yield cell.id, "".join(v.value if isinstance(v, ast.Constant) else "{…}" for v in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) not in docstrings and id(node) not in parts:
+                    yield cell.id, node.value
+
+
+NOTEBOOKS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_no_hidden_test_message_states_a_formula(notebook):
+    found = [
+        (cell_id, text)
+        for cell_id, text in hidden_strings(notebook)
+        if FORMULA.search(text) or any(s in text for s in STATED.get(notebook, []))
+    ]
+    assert not found, f"{notebook}: these hidden-test messages state a formula: {found}"
