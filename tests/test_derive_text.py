@@ -221,6 +221,11 @@ STATED = {
         "transpose(0, 2, 3, 1)",
         "moveaxis(g",
         "col2im(g_rows",
+        # and max pooling's routing: the method and the hint are the text's, the code is the student's
+        "put_along_axis(grad_windows",
+        "self.argmax[..., None]",
+        "== self.argmax",
+        "np.add.at(grad_x",
     ],
 }
 
