@@ -4,6 +4,9 @@ docstrings say what a rule computes, not its gradient, and the text and the summ
 instead of the formula. Those numbers are checked here against the reference rules, the mistakes the text names
 against the numbers it says they give, and no released cell may state what an exercise asks for."""
 
+import ast
+import re
+
 import numpy as np
 import pytest
 
@@ -141,6 +144,12 @@ def test_the_summaries_check_against_the_numbers_the_exercises_give():
     assert "(1, 1, 1)" in summary and "(2, 2, 2)" in summary and "(3, 6)" in summary and "(3 here)" in summary
     (found,) = gradients(reductions.MeanBackward, np.ones((2, 3)), g=[3.0, 6.0], axis=1)
     assert np.allclose(found, [[1, 1, 1], [2, 2, 2]])
+    assert "(3, 0, 3)" in summary and "(2, 0, 3)" in summary and "`(1, 2, 0)`" in summary
+    (found,) = gradients(reductions.IndexBackward, np.zeros(3), g=[1.0, 2.0, 3.0], index=np.array([0, 0, 2]))
+    assert np.allclose(found, [3, 0, 3])
+    written = np.zeros(3)
+    written[[0, 0, 2]] = [1, 2, 3]
+    assert np.allclose(written, [2, 0, 3])  # the mistake: a write keeps the last of the repeated positions
     summary = text_of("c08-032", "08_losses")
     for example in ["[0, 4/3, 4/3]", "[-1, -0.625]", "[[-3/8, 3/8], [1/4, -1/4]]"]:
         assert example in summary, example
@@ -172,6 +181,16 @@ STATED = {
         "\\frac{g}{N}",
         "\\frac{g_i}{N}",
         "\\frac{1}{N} g",
+        # the rules that only move numbers: the method is the text's, the expressions are the exercises'
+        "reshaping to the input's shape",
+        "np.argsort(axes)",
+        "inverse permutation `np.argsort",
+        "sorted(range(len(",
+        "one call to `scatter_add`",
+        "scatter_add(grad_output",
+        "inside `scatter_add`",
+        "grad_output.reshape(x.shape)",
+        "transpose(tuple(inverse))",
     ],
     # 10: the recurrences the student derives from the sums that define the velocity and the running averages
     "10_optimizers": [
@@ -202,6 +221,11 @@ STATED = {
         "transpose(0, 2, 3, 1)",
         "moveaxis(g",
         "col2im(g_rows",
+        # and max pooling's routing: the method and the hint are the text's, the code is the student's
+        "put_along_axis(grad_windows",
+        "self.argmax[..., None]",
+        "== self.argmax",
+        "np.add.at(grad_x",
     ],
 }
 
@@ -222,3 +246,46 @@ def released_text(notebook):
 def test_no_released_cell_states_a_rule_the_student_derives(notebook):
     found = [(cell_id, s) for cell_id, text in released_text(notebook) for s in STATED[notebook] if s in text]
     assert not found, f"{notebook}: these cells state a rule the exercises ask for: {found}"
+
+
+# A formula in a message, as code or as maths: an update (p -= lr * v, v = momentum * v + g), a power with a symbol
+# for exponent (beta1**t; a case's sum(p ** 3) is no rule), a square root, a bias correction's or a derivative's
+# (1 - ...). A hidden test's message says which quantity is wrong, at which step or in which situation, expected
+# against got, and which section to reread; never the rule itself.
+FORMULA = re.compile(
+    r"[\w\])]\s*[-+*/]=\s*[\w(.][^,;:?]*?[-+*/@]\s*[\w(]"
+    r"|\*\*\s*\(?[a-zA-Z_]|sqrt\(|√\(|\(1 - \w|\b[a-z_]\w* = [a-z_]\w* \* [a-z_]\w*"
+)
+
+
+def hidden_strings(notebook):
+    """(cell id, text) of every string in the hidden tests of `notebook` that a failure can show: assertion messages,
+    likely causes, case names. An f-string is read whole, its fields as {…}; docstrings are left out."""
+    for cell in read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells:
+        if "### BEGIN HIDDEN TESTS" not in cell.source:
+            continue
+        hidden = cell.source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+        tree = ast.parse(hidden)
+        docstrings = {
+            id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+        }
+        parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                yield cell.id, "".join(v.value if isinstance(v, ast.Constant) else "{…}" for v in node.values)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) not in docstrings and id(node) not in parts:
+                    yield cell.id, node.value
+
+
+NOTEBOOKS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_no_hidden_test_message_states_a_formula(notebook):
+    found = [
+        (cell_id, text)
+        for cell_id, text in hidden_strings(notebook)
+        if FORMULA.search(text) or any(s in text for s in STATED.get(notebook, []))
+    ]
+    assert not found, f"{notebook}: these hidden-test messages state a formula: {found}"

@@ -36,6 +36,21 @@ RECURSIVE_ORDER_NEW = """    def visit(tensor):
 
     visit(root)"""
 
+# MaxPool2dBackward's whole apply, and the same rule written straight into the image (a correct alternative, and the
+# base of two mutants)
+MAXPOOL_WHOLE = """(x,) = self.saved_tensors
+        grad_windows = np.zeros(self.argmax.shape + (self.k * self.k,), dtype=grad_output.dtype)
+        np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)
+        return (Tensor(unwindow(grad_windows, x.shape, self.k, self.stride)),)"""
+MAXPOOL_DIRECT = """(x,) = self.saved_tensors
+        n, c, out_h, out_w = self.argmax.shape
+        rows = np.arange(out_h)[:, None] * self.stride + self.argmax // self.k
+        cols = np.arange(out_w)[None, :] * self.stride + self.argmax % self.k
+        grad_x = np.zeros(x.shape, dtype=grad_output.dtype)
+        at = (np.arange(n)[:, None, None, None], np.arange(c)[None, :, None, None], rows, cols)
+        np.add.at(grad_x, at, grad_output.data)
+        return (Tensor(grad_x),)"""
+
 # (notebook, tests of the rule, what the mutant gets wrong, solution text, mutated text)
 MUTANTS = [
     (
@@ -619,6 +634,29 @@ STUDENT_BUGS = [
         "        grad_windows += (windows == windows.max(axis=-1, keepdims=True)) * grad_output.data[..., None]",
     ),
     (
+        "12_conv",
+        "maxpool2d_backward",
+        "overlapping windows' gradients written, not added (fancy-index +=)",
+        MAXPOOL_WHOLE,
+        MAXPOOL_DIRECT.replace("np.add.at(grad_x, at, grad_output.data)", "grad_x[at] += grad_output.data"),
+    ),
+    (
+        "12_conv",
+        "maxpool2d_backward",
+        "windows placed kernel_size apart whatever the stride",
+        "unwindow(grad_windows, x.shape, self.k, self.stride)",
+        "unwindow(grad_windows, x.shape, self.k)",
+    ),
+    (
+        "12_conv",
+        "maxpool2d_backward",
+        "argmax used as a position in the image (the window's start left out)",
+        MAXPOOL_WHOLE,
+        MAXPOOL_DIRECT.replace("np.arange(out_h)[:, None] * self.stride + ", "").replace(
+            "np.arange(out_w)[None, :] * self.stride + ", ""
+        ),
+    ),
+    (
         "13_embedding",
         "embedding_backward",
         "out[ids] += g (repeats counted once)",
@@ -1168,10 +1206,9 @@ ALTERNATIVES = [
     ),
     (
         "12_conv",
-        "max-pool: the gradient put at each window's argmax by fancy indexing",
-        "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
-        "rows = grad_windows.reshape(-1, self.k * self.k)  # a view: grad_windows is a new contiguous array\n"
-        "        rows[np.arange(len(rows)), self.argmax.reshape(-1)] = grad_output.data.reshape(-1)",
+        "max-pool: each winner's row and column in the image, the gradients added there with np.add.at",
+        MAXPOOL_WHOLE,
+        MAXPOOL_DIRECT,
     ),
     (
         "13_embedding",
@@ -1213,6 +1250,17 @@ KEEPS_POINTS = [
         ["conv2d_backward_input_hidden", "conv2d_backward_bias_hidden"],
     ),
     ("12_conv", "kernel flipped for grad_x", ["conv2d_backward_weight_hidden", "conv2d_backward_bias_hidden"]),
+    ("12_conv", "every tied maximum gets the gradient", ["maxpool2d_backward_hidden"]),
+    (
+        "12_conv",
+        "overlapping windows' gradients written, not added (fancy-index +=)",
+        ["maxpool2d_backward_hidden", "maxpool2d_backward_ties_hidden"],
+    ),
+    (
+        "12_conv",
+        "windows placed kernel_size apart whatever the stride",
+        ["maxpool2d_backward_hidden", "maxpool2d_backward_ties_hidden"],
+    ),
     (
         "12_conv",
         "the padded image's gradient returned uncropped",

@@ -73,6 +73,24 @@ def test_the_max_pooling_example_of_the_text_is_what_the_engine_computes():
     assert "`[[0, 10, 0, 0], [0, 0, 20, 0]]`" in cell_source("12_conv", "c12-010")
 
 
+def test_the_overlapping_and_strided_max_pooling_examples_of_the_text_are_what_the_engine_computes():
+    "Example 2 (stride 1: one pixel wins both windows, through a tie) and example 3 (stride 3: the nines are in none)."
+    enable_autograd()
+    text = cell_source("12_conv", "c12-010")
+    for image, k, stride, out, g, grad in [
+        ([[1, 3, 2], [0, 3, 1]], 2, 1, [3, 3], [10, 20], [[0, 30, 0], [0, 0, 0]]),
+        ([[4, 1, 9, 2, 6], [0, 3, 9, 5, 5]], 2, 3, [4, 6], [1, 2], [[1, 0, 0, 0, 2], [0, 0, 0, 0, 0]]),
+    ]:
+        x = Tensor(np.array([[image]], dtype=float), requires_grad=True)
+        pooled = max_pool2d(x, k, stride=stride)
+        assert pooled.data.ravel().tolist() == out
+        (pooled * Tensor(np.array([[[g]]], dtype=float))).sum().backward()
+        assert x.grad.data[0, 0].tolist() == grad
+        assert f"`{image}`" in text and f"`[{g}]`" in text and f"`{grad}`" in text
+    assert "`[[4, 6]]`" in text
+    assert "20 or 10 instead of 30" in text
+
+
 def test_the_released_conv_docstring_states_no_gradient_formula():
     doc = Conv2dBackward.__doc__
     assert "@" not in doc and "col2im" not in doc and "Σ" not in doc

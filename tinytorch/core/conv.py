@@ -143,7 +143,8 @@ def max_pool2d(x, kernel_size=2, stride=None):
 
 
 class MaxPool2dBackward(Function):
-    "out = max_pool2d(x), the maximum of each k×k window: from g (N, C, H', W'), the gradient of x (N, C, H, W)"
+    """out = max_pool2d(x), the maximum of each k×k window every `stride` pixels: from g (N, C, H', W'), the gradient of
+    x (N, C, H, W). self.argmax holds each window's first maximum, as a position in the window flattened row by row."""
 
     twice_differentiable = False
 
@@ -153,12 +154,12 @@ class MaxPool2dBackward(Function):
         self.argmax = argmax if argmax is not None else window(x.data, kernel_size, stride).argmax(axis=-1)
 
     def apply(self, grad_output):
+        ### BEGIN SOLUTION
         (x,) = self.saved_tensors
         grad_windows = np.zeros(self.argmax.shape + (self.k * self.k,), dtype=grad_output.dtype)
-        ### BEGIN SOLUTION
         np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)
-        ### END SOLUTION
         return (Tensor(unwindow(grad_windows, x.shape, self.k, self.stride)),)
+        ### END SOLUTION
 
 # %% ../../notebooks/12_conv.ipynb #c12-avg
 def avg_pool2d(x, kernel_size=2, stride=None):
