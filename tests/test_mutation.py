@@ -894,6 +894,19 @@ NUMERICAL_RULES += [
 ]
 MUTANTS += NUMERICAL_RULES
 
+# Rules whose first derivative is right but whose gradient is a constant, made from arrays: notebook 14 cannot
+# differentiate through them. Appended last, so that the mutants above keep their course secrets.
+CUT_GRAPH = [
+    (
+        "13_embedding",
+        "embedding_backward",
+        "raw NumPy scatter: the right gradient, as a constant (no second derivative)",
+        "return (scatter_add(grad_output, self.ids, weight.shape),)",
+        "out = np.zeros(weight.shape)\n        np.add.at(out, self.ids, grad_output.data)\n        return (Tensor(out),)",
+    ),
+]
+MUTANTS += CUT_GRAPH
+
 # Correct solutions written differently from the reference: each must earn every point of its notebook.
 ALTERNATIVES = [
     (
@@ -1235,6 +1248,11 @@ ONLY_OWN_TESTS = [("11_training", "argmax over the wrong axis (axis 0, the batch
 # A rule graded in pieces (its hidden tests named <rule>_<piece>_hidden): a mutant that gets one piece wrong must keep
 # the points of the other pieces, so partial work earns partial credit.
 KEEPS_POINTS = [
+    (
+        "13_embedding",
+        "raw NumPy scatter: the right gradient, as a constant (no second derivative)",
+        ["embedding_backward", "embedding_backward_hidden"],
+    ),
     ("10_optimizers", "velocity rebound locally, never kept (plain gradient descent)", ["sgd_hidden"]),
     ("10_optimizers", "velocity dampened by 1 - momentum", ["sgd_hidden"]),
     ("10_optimizers", "one step count shared by all parameters", ["adam_hidden", "adam_eps_hidden"]),

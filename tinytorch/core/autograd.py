@@ -395,9 +395,10 @@ def run_backward(
     if not getattr(root, "requires_grad", False):
         raise RuntimeError(
             "backward() or grad() was called on a tensor that does not require a gradient, so there is nothing "
-            "to differentiate: it was computed from no tensor that requires one (or inside no_grad()). Create the "
-            "inputs you want gradients for with Tensor(..., requires_grad=True). A result that does not depend on "
-            "them at all (a constant gradient, say) has derivative zero with respect to them."
+            "to differentiate: it was computed from no tensor that requires one, or inside no_grad(), or from "
+            "gradients computed without create_graph=True (those are constants). Create the inputs you want "
+            "gradients for with Tensor(..., requires_grad=True); to differentiate a gradient, compute it with "
+            "grad(..., create_graph=True)."
         )
     grads = {id(root): _seed_gradient(root, grad_output)}
     leaves = []
