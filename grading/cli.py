@@ -86,6 +86,7 @@ def cmd_autograde(args):
         late=late_policy(args),
         student_user=args.student_user,
         cluster=args.cluster,
+        held_out_digits=args.held_out_digits,
     )
     print_table(rows)
     failed = [r for r in rows if r.problem]
@@ -117,7 +118,14 @@ def warn_if_unsafe(args):
 def cmd_gradescope(args):
     from .lms.gradescope import build
 
-    path = build(args.out, args.assignment, args.secret_file, args.late_penalty, args.hidden_visibility)
+    path = build(
+        args.out,
+        args.assignment,
+        args.secret_file,
+        args.late_penalty,
+        args.hidden_visibility,
+        held_out_digits=args.held_out_digits,
+    )
     print(f"Gradescope autograder written to {path}: upload it as the programming assignment's autograder")
     return 0
 
@@ -370,6 +378,14 @@ def parser():
         "made on first use); keep it to regrade with the same inputs",
     )
     p.add_argument(
+        "--held-out-digits",
+        default=None,
+        metavar="FILE.npz",
+        help="your own 8x8 digits, kept outside the repository, which the capstone's held-out accuracy is measured "
+        "on instead of a part of the shipped digits (np.savez(FILE, X=images, y=labels): X (n, 64) in [0, 1], y "
+        "integers 0-9); read only by the grader, never by students' code; see grading/README.md",
+    )
+    p.add_argument(
         "--feedback",
         default="full",
         choices=["full", "summary", "none"],
@@ -470,6 +486,14 @@ def parser():
     p.add_argument("--assignment", action="append", default=None, help="grade only this notebook (repeatable)")
     p.add_argument(
         "--secret-file", default=None, help="the course secret of your autograde runs, so hidden inputs agree"
+    )
+    p.add_argument(
+        "--held-out-digits",
+        default=None,
+        metavar="FILE.npz",
+        help="as for autograde: your own digits for the capstone's held-out accuracy. The zip then holds the file; "
+        "it is private to your Gradescope account (there it is root's alone, never in a student's sandbox), but "
+        "keep the zip as private as the file",
     )
     p.add_argument("--late-penalty", default="none", help="as for autograde; the due date is Gradescope's")
     p.add_argument(

@@ -437,6 +437,7 @@ def test_a_task_is_data_and_every_path_of_the_workers_spec_is_in_its_own_folder(
     assert "secret" not in json.dumps({k: v for k, v in task.items() if not isinstance(v, bytes)})
     remote = worker_spec(task, tmp_path / "task")
     moved = {"submitted", "instructor", "released", "master", "reference", "scratch", "result", "feedback", "page"}
+    moved.add("held_out_digits")  # the instructor's held-out digits: the task writes their bytes into its folder
     for name in moved:
         assert Path(getattr(remote, name)).is_relative_to(tmp_path / "task"), name
     assert remote.page_cache == ""  # the grader's folder of rendered cells is not on the worker

@@ -45,6 +45,7 @@ from ..reports.late import Policy, assess, penalised
 from ..reports.page import install_mathjax, plain_notebook
 from ..sandbox import sandbox
 from ..student.export import copy_package_skeleton, export_package
+from . import heldout
 from .cluster import ClusterRunner
 from .job import Spec, digest, manual_note, test_cells
 from .runner import Runner, load_result
@@ -282,6 +283,28 @@ def log_policies(policies, out, found, log):
     log(f"feedback for students: {policies.feedback}: {POLICIES[policies.feedback]}{earlier}")
 
 
+def log_held_out(run, found, log):
+    "Say which held-out digits of the instructor's this run measures with, and where they are of little use."
+    held_out = run.policies.held_out
+    if held_out is None:
+        return
+    users = sorted({a for _, a, _ in found if run.held_out_digest(a)})
+    if not users:
+        readers = [stem for stem, nb in run.instructor.items() if heldout.uses(nb)]
+        log(f"{heldout.OPTION}: no notebook graded in this run measures with it (only {', '.join(readers)} does)")
+        return
+    log(
+        f"held-out digits: {held_out.source} ({held_out.images} images, sha256 {held_out.digest}): "
+        f"{', '.join(users)} measured on them"
+    )
+    shipped = heldout.shipped_among(held_out)
+    if shipped:
+        log(
+            f"warning: {shipped} of the {held_out.images} held-out digits are among the digits the kit ships; a "
+            "student may have pasted those into a notebook and trained on them"
+        )
+
+
 def rows_of(results, problems, answers=None, marked=None):
     """The table's rows; `answers`: {assignment: {name: points}} of its written answers, marked by hand; `marked`:
     their marks, {(student, assignment): grading.reports.marking.Marks} (grading.reports.marking.read_marks)."""
@@ -325,6 +348,8 @@ def late_record(result, late, marks=None):
     """What the gradebook keeps of a result's variant, feedback policy and late policy (`late`: a grading.reports.late.Late),
     and its final score: the autograded score and the marks (`marks`: grading.reports.marking.Marks) less the late penalty."""
     record = {"variant": result.get("variant", ""), "feedback": result.get("feedback", "full")}
+    if result.get("fingerprint", {}).get("held_out"):  # measured on the instructor's own digits (grading.grade.heldout)
+        record["held_out_digits"] = result["fingerprint"]["held_out"]
     fraction = late.penalty if late is not None else 0.0
     penalty, final = penalised(result["score"] + (marks.score if marks else 0.0), fraction)
     if late is not None:
@@ -433,13 +458,17 @@ def autograde(
     now=None,
     student_user=None,
     cluster=None,
+    held_out_digits=None,
 ):
     """Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/.
     `secret_file`: the course secret the hidden tests' variants come from (default OUT/.grading-secret, made on first
     use); `feedback`: full, summary or none (grading.reports.feedback); `late`: a grading.reports.late.Policy; `now`: its clock;
     `student_user`: where bwrap cannot run, the user the students' code runs as (grading.sandbox.sandbox; one job at a time);
-    `cluster`: a Dask scheduler's address (tcp://HOST:8786) or local:N, to grade there (grading.grade.cluster)."""
+    `cluster`: a Dask scheduler's address (tcp://HOST:8786) or local:N, to grade there (grading.grade.cluster);
+    `held_out_digits`: an .npz file of the instructor's own digits, which the capstone's held-out accuracy is measured
+    on instead of a part of the shipped digits (grading.grade.heldout; checked before anything is graded)."""
     log = log or (lambda message: None)
+    held_out = heldout.read(held_out_digits) if held_out_digits else None  # a bad file: GradingError, nothing done
     if feedback not in POLICIES:
         raise GradingError(f"--feedback {feedback!r}: expected one of {', '.join(POLICIES)}.")
     isolation = isolation_for(unsafe_no_sandbox, student_user, cluster)
@@ -458,7 +487,7 @@ def autograde(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):
-        policies = Policies(variant_secret(out, secret_file, log), feedback, late or Policy(), now)
+        policies = Policies(variant_secret(out, secret_file, log), feedback, late or Policy(), now, held_out)
         run = Run(
             out,
             out / ".grading",
@@ -492,6 +521,7 @@ class Policies:
     feedback: str = "full"  # what the students' pages show (grading.reports.feedback)
     late: Policy = None  # due dates and the penalty (grading.reports.late)
     now: object = None  # the late policy's clock: a datetime, or None for the real one
+    held_out: heldout.HeldOut = None  # the instructor's own held-out digits (grading.grade.heldout), or None
 
 
 def variant_secret(out, secret_file, log):
@@ -533,11 +563,17 @@ class Run:
     cluster: str = ""  # a Dask scheduler's address, or local:N: grade there (grading.grade.cluster); "" grades here
     scratch: Path = None  # where this run's jobs make their folders
     jobs: Path = None  # this run's job specs, logs and results
+    held_out_file: str = ""  # the copy of policies.held_out the jobs read (in `jobs`), or ""
 
     @functools.cached_property
     def modules(self):
         "{stem: the module its notebook exports}, read once per run."
         return {stem: module_of(nb) for stem, nb in self.instructor.items()}
+
+    def held_out_digest(self, assignment):
+        "The hash of the instructor's held-out digits where `assignment`'s hidden tests measure with them, else ''."
+        held_out = self.policies.held_out
+        return held_out.digest if held_out and heldout.uses(self.instructor[assignment]) else ""
 
     def spec(self, student, assignment, path, fingerprint, result, feedback, page):
         "The job of grading one notebook (grading.grade.job.Spec)."
@@ -563,6 +599,7 @@ class Run:
             memory_mb=self.memory_mb,
             fingerprint=fingerprint,
             variant=variant_id(self.policies.secret, student, assignment),
+            held_out_digits=self.held_out_file if self.held_out_digest(assignment) else "",
             feedback_policy=self.policies.feedback,
             page=str(page),
             page_cache=str(self.state / "page-cache"),
@@ -577,6 +614,7 @@ def _autograde(run, found, problems, workers, progress, log):
     tests = {stem: test_cells(nb) for stem, nb in instructor.items()}
     late = {(s, a): assess(run.policies.late, a, path, run.policies.now) for s, a, path in found}
     log_policies(run.policies, out, found, log)
+    log_held_out(run, found, log)
     if run.policies.feedback != "none":
         install_mathjax(out / "feedback")  # the pages' maths, offline (grading.reports.page)
     done, todo = plan_run(run, found, tests)
@@ -604,6 +642,8 @@ def _autograde(run, found, problems, workers, progress, log):
         runner = make_runner(run, workers, log)
         run.scratch = make_scratch(state, run.student_user)
         run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
+        if run.policies.held_out:  # read by the jobs here; a cluster's task carries its bytes (grading.grade.cluster)
+            run.held_out_file = heldout.write_copy(run.policies.held_out, run.jobs)
         try:
             assignments = sorted({a for _, a, _, _, _ in todo})
             check_reference(run, runner, assignments, log)
@@ -676,6 +716,7 @@ def plan_run(run, found, tests):
             "submission": file_fingerprint(path),
             "setup": setup[assignment],
             "variant": variant_id(run.policies.secret, student, assignment),
+            **held_out_part(run, assignment),
         }
         previous = load_result(result_path(run.out, student, assignment))
         action = plan(previous, fingerprint, tests[assignment])
@@ -699,7 +740,7 @@ def check_reference(run, runner, assignments, log):
     record_path = run.state / "reference-check.json"
     record = load_result(record_path) or {}
     key = environment_key(run, runner)
-    unchecked = [a for a in assignments if record.get(a) != key]
+    unchecked = [a for a in assignments if record.get(a) != key + run.held_out_digest(a)]
     if not unchecked:
         return
     log(f"checking the grading environment: grading the reference solution of {len(unchecked)} notebook(s) first")
@@ -711,7 +752,12 @@ def check_reference(run, runner, assignments, log):
         path = folder / "submission" / assignment / f"{assignment}.ipynb"
         released = read_notebook(run.state / "master" / "release" / assignment / f"{assignment}.ipynb")
         write_notebook(solved(released, run.instructor[assignment]), path)
-        fingerprint = {"submission": file_fingerprint(path), "setup": "", "variant": ""}
+        fingerprint = {
+            "submission": file_fingerprint(path),
+            "setup": "",
+            "variant": "",
+            **held_out_part(run, assignment),
+        }
         spec = run.spec(
             REFERENCE,
             assignment,
@@ -732,7 +778,7 @@ def check_reference(run, runner, assignments, log):
                 why = "; ".join(([result["note"]] if result["note"] else []) + failed[:2])
                 failures.append(f"{assignment}: {result['score']:g}/{result['max_score']:g} ({why})")
             else:
-                record[assignment] = key
+                record[assignment] = key + run.held_out_digest(assignment)
                 write_atomic(record_path, json.dumps(record, indent=1))
 
     runner.map(check, unchecked)
@@ -743,7 +789,25 @@ def check_reference(run, runner, assignments, log):
             f'({sandbox.interpreter()}) has the course installed (pip install -e ".[dev]"), that the limits '
             "(--cell-timeout, --memory-mb) are not too small, and that no test cell was changed so that the solution "
             "itself fails it; grading/README.md, 'Where it runs', lists what grading needs"
+            + held_out_hint(run, [f.split(":")[0] for f in failures])
         )
+
+
+def held_out_hint(run, failed):
+    "What to check when a notebook measured on the instructor's held-out digits fails the reference check."
+    if not any(run.held_out_digest(a) for a in failed):
+        return ""
+    return (
+        f". The reference solution was measured on your held-out digits ({heldout.OPTION} "
+        f"{run.policies.held_out.source}): if it fails only with them, check their labels and that each image is "
+        "drawn as load_digits' (8x8, row by row, ink high, background 0)"
+    )
+
+
+def held_out_part(run, assignment):
+    "The fingerprint's part for the instructor's held-out digits: their hash where the notebook uses them."
+    found = run.held_out_digest(assignment)
+    return {"held_out": found} if found else {}
 
 
 def environment_key(run, runner):

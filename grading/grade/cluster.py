@@ -37,6 +37,7 @@ from ..common.errors import GradingError
 from ..common.notebooks import REPO, write_atomic
 from ..sandbox.sandbox import problem
 from .forkserver import ForkServer
+from .heldout import FILE_NAME
 from .job import Spec
 from .runner import Interrupted, Runner, job_env, not_graded
 
@@ -89,15 +90,18 @@ class ClusterRunner(Runner):
             raise
         self.workers = max(IN_FLIGHT, 4 * self.worker_count)  # a big cluster is never kept waiting for tasks
         self.course, self.course_lock = None, threading.Lock()
+        self.held_out = {}  # {the instructor's held-out digits' file: the future of its bytes, sent once per run}
 
     def run(self, spec, spec_path):
         """Grade one submission on a worker; (result, None) or (None, why not graded), as Runner.run. Writes the
         feedback page and the kept notebook here."""
-        task, course = make_task(spec, self.timeout), self.course_future(spec)
+        task, course, held_out = make_task(spec, self.timeout), self.course_future(spec), self.held_out_future(spec)
         with self.lock:
             if self.stopping.is_set():
                 raise Interrupted()
-            future = self.client.submit(grade_task, task, course, pure=False, retries=RETRIES, key=task_key(spec))
+            future = self.client.submit(
+                grade_task, task, course, held_out, pure=False, retries=RETRIES, key=task_key(spec)
+            )
             self.running.add(future)
         try:
             reply = future.result()
@@ -125,6 +129,20 @@ class ClusterRunner(Runner):
                 digest = hashlib.sha256(data).hexdigest()[:16]
                 self.course = self.client.submit(bytes, data, key=f"tinytorch-course-{digest}")
             return self.course
+
+    def held_out_future(self, spec):
+        """The instructor's held-out digits (grading.grade.heldout) for a task whose hidden tests measure with them, sent
+        once per run as a task of its own, as the course is; None for the others."""
+        if not spec.held_out_digits:
+            return None
+        with self.course_lock:
+            if spec.held_out_digits not in self.held_out:
+                data = Path(spec.held_out_digits).read_bytes()
+                digest = hashlib.sha256(data).hexdigest()[:16]
+                self.held_out[spec.held_out_digits] = self.client.submit(
+                    bytes, data, key=f"tinytorch-held-out-{digest}"
+                )
+            return self.held_out[spec.held_out_digits]
 
     def stop(self):
         "Start no more tasks and cancel the submitted ones (a task already running then kills its job: stop_when_cancelled)."
@@ -190,9 +208,10 @@ def keep_files(spec, reply):
 # -- On the worker ---------------------------------------------------------------------------------------------------
 
 
-def grade_task(task, course):
+def grade_task(task, course, held_out=None):
     """Grade one submission on a Dask worker, in a folder of its own (mode 0700), with the local runner: the job is a
-    process of its own and the student's code runs in its sandbox. Returns plain data: {"result": the result (a dict
+    process of its own and the student's code runs in its sandbox; `held_out`, the bytes of the instructor's held-out
+    digits where its hidden tests measure with them, goes into that folder, never into the sandbox. Returns plain data: {"result": the result (a dict
     read from the job's JSON) or None, "failure": why it was not graded or None, "feedback": the page (text) or None,
     "page": the kept notebook (text) or None}."""
     if task["grader"] != grader_digest():  # a worker that joined after check_workers, with another grader
@@ -211,6 +230,10 @@ def grade_task(task, course):
         (folder / "scratch").mkdir()
         Path(spec.submitted).write_bytes(task["submitted"])
         Path(spec.instructor).write_bytes(task["instructor"])
+        if spec.held_out_digits:
+            if held_out is None:  # a task made by another version of the grader: not graded, never graded without them
+                raise GradingError("the task needs the instructor's held-out digits and none came with it")
+            Path(spec.held_out_digits).write_bytes(held_out)
         runner = Runner(1, task["timeout"], warm=False)
         runner.forkserver = worker_forkserver()
         done = threading.Event()
@@ -269,6 +292,7 @@ def worker_spec(task, folder):
         "feedback": folder / "feedback" / "page.html",
         "page": folder / "kept" / "notebook.ipynb" if spec.page else "",
         "page_cache": "",  # the client's folder is not here; a task renders its whole page
+        "held_out_digits": folder / FILE_NAME if spec.held_out_digits else "",
     }
     return replace(spec, **{name: str(path) for name, path in paths.items()})
 

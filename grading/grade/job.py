@@ -62,6 +62,7 @@ class Spec:
     memory_mb: int = MEMORY_MB
     fingerprint: dict = field(default_factory=dict)
     variant: str = ""  # this submission's variant of the hidden tests (grading.grade.variant); never the secret
+    held_out_digits: str = ""  # the instructor's held-out digits for its hidden tests (grading.grade.heldout), or ""
     feedback_policy: str = "full"  # how much the student's page shows: full, summary or none (grading.reports.feedback)
     page: str = ""  # where the notebook the page shows is kept, to write the page again under another policy
     page_cache: str = ""  # a folder where the pages' given cells are kept rendered (grading.reports.page.PageCache)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..common.errors import GraderFault, GradingError
 from ..sandbox import sandbox, wire
-from . import analytic, outputs, variant
+from . import analytic, heldout, outputs, variant
 from .clock import Budget, Stopwatch
 from .ownership import check_changes, named_arguments, object_paths, signature_of
 
@@ -638,6 +638,7 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     results, notes, setup_failed, ran = {}, [], False, {}
     variant.use(getattr(spec, "variant", None))  # the hidden tests draw this student's inputs (grading.grade.variant)
+    heldout.use(spec.held_out_digits)  # the instructor's own held-out digits, if any (grading.grade.heldout)
     try:
         try:
             remote.ensure_worker()
@@ -673,6 +674,7 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
                 setup_failed = True
     finally:
         variant.use(None)
+        heldout.use(None)
         remote.close()
     if remote.fault is not None:
         raise remote.fault

@@ -9,7 +9,10 @@ student's files flat in /autograder/submission and runs `/autograder/run_autogra
 - run_autograder: `python -m grading.lms.gradescope run ROOT` from that copy (ROOT is /autograder, or $GRADESCOPE_ROOT;
   the Python is /autograder/venv/bin/python, or $TINYTORCH_GRADER_PYTHON);
 - course/: the repository's course (notebooks, the grader, the reference package), gradescope.json (the
-  assignments and policies), course-secret (the hidden tests' variants, as `autograde --secret-file`).
+  assignments and policies), course-secret (the hidden tests' variants, as `autograde --secret-file`), and with
+  `--held-out-digits FILE` held-out-digits.npz (the instructor's own digits the capstone is measured on, as
+  `autograde --held-out-digits`: the zip is private to the instructor's Gradescope account, and the file stays in
+  /autograder/source, root's alone, never in the student's sandbox).
 
 `run` grades the submission with `autograde` itself, in a folder under /autograder/source: the same sandbox, the
 same reference check and verdict as on the instructor's machine. Where bubblewrap cannot run in Gradescope's
@@ -68,10 +71,22 @@ class Rejected(Exception):
 # -- Making the zip --------------------------------------------------------------------------------------------------
 
 
-def build(out, assignments=None, secret_file=None, late_penalty="none", visibility="after_published", log=print):
+def build(
+    out,
+    assignments=None,
+    secret_file=None,
+    late_penalty="none",
+    visibility="after_published",
+    log=print,
+    *,
+    held_out_digits=None,
+):
     """Write the autograder zip to `out` for `assignments` (default: every graded notebook); return its path.
     `secret_file`: the course secret (default: a new one); `late_penalty`: as autograde's, with Gradescope's due
-    date; `visibility`: Gradescope's visibility of the hidden tests."""
+    date; `visibility`: Gradescope's visibility of the hidden tests; `held_out_digits`: the instructor's own digits
+    for the capstone (grading.grade.heldout), checked here and put into the zip. Raises GradingError, writing nothing,
+    on a bad option or file."""
+    from ..grade import heldout
     from ..grade.autograde import graded_assignments
     from ..reports.late import parse_penalty
     from .lms import VISIBILITIES
@@ -84,6 +99,7 @@ def build(out, assignments=None, secret_file=None, late_penalty="none", visibili
     if visibility not in VISIBILITIES:
         raise GradingError(f"unknown visibility {visibility!r}; choose one of {', '.join(VISIBILITIES)}.")
     parse_penalty(late_penalty)  # refused here, not in every student's results
+    held_out = heldout.read(held_out_digits) if held_out_digits else None  # refused here too
     config = {"assignments": chosen, "late_penalty": late_penalty, "hidden_visibility": visibility}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -92,16 +108,23 @@ def build(out, assignments=None, secret_file=None, late_penalty="none", visibili
         add_text(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
         add_text(archive, CONFIG, json.dumps(config, indent=1) + "\n")
         add_text(archive, SECRET, course_secret(secret_file, log))
+        if held_out is not None:
+            add_bytes(archive, heldout.FILE_NAME, held_out.data)
+            log(f"the zip holds your held-out digits ({held_out.source}): keep it private, as the file itself")
         for path in course_files():
             archive.write(REPO / path, f"course/{path}")
     return out
 
 
 def add_text(archive, name, text, executable=False):
+    add_bytes(archive, name, text.encode(), 0o755 if executable else 0o644)
+
+
+def add_bytes(archive, name, data, mode=0o600):
     info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-    info.external_attr = (0o755 if executable else 0o644) << 16
+    info.external_attr = mode << 16
     info.compress_type = zipfile.ZIP_DEFLATED
-    archive.writestr(info, text)
+    archive.writestr(info, data)
 
 
 def course_secret(secret_file, log):
@@ -171,6 +194,7 @@ def write_results(root, results):
 def grade(root):
     "The results.json of ROOT/submission, graded by autograde in a folder readable by root only."
     from ..grade.autograde import autograde
+    from ..grade.heldout import FILE_NAME
 
     source = root / "source"
     config = json.loads((source / CONFIG).read_text())
@@ -195,6 +219,7 @@ def grade(root):
             feedback="none",
             late=policy,
             student_user=user,
+            held_out_digits=source / FILE_NAME if (source / FILE_NAME).exists() else None,
         )
     except GradingError as error:
         raise GradingError(f"nothing was graded: {error}") from None
