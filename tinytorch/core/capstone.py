@@ -5,9 +5,8 @@ __all__ = ['MAX_PARAMETERS', 'three_way_split', 'count_parameters', 'foreign_cla
            'build_and_train']
 
 # %% ../../notebooks/16_capstone.ipynb #c16-002
-import numpy as np
-
 # Every layer and optimizer a model may use, here in the exported cell: your exported build_and_train needs them.
+import numpy as np
 
 from .function import no_grad
 from .losses import CrossEntropy
