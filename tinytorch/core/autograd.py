@@ -240,7 +240,8 @@ def _call_rule(function, grad, create_graph):
         if g is not None and isinstance(tensor, Tensor) and g.shape != tensor.shape:
             raise RuntimeError(
                 f"{type(function).__name__} returned a gradient of shape {g.shape} for input {i} of shape "
-                f"{tensor.shape}. A gradient has its input's shape: sum it over broadcast axes with unbroadcast."
+                f"{tensor.shape}. A gradient has its input's shape: where the input was broadcast, sum over the "
+                "broadcast axes with unbroadcast; otherwise find the step of the rule that gives this shape."
             )
         checked.append(g)
     return checked
