@@ -240,10 +240,6 @@ def wait_for_a_result(out, process, seconds=900):
         time.sleep(0.1)
 
 
-def scores(out):
-    return {(r["student"], r["assignment"]): (r["score"], r["max_score"]) for r in table(out)}
-
-
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_class, tmp_path):
     root = small_class["root"]
@@ -264,8 +260,9 @@ def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_clas
 
 @pytest.mark.slow
 def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_each(kit, tmp_path):
-    """The whole demo class (30 notebooks) and the red team's 42 submissions, each graded on the cluster while the same
-    class is graded locally at the same time; in each cluster run a busy worker is killed (and a new one joins)."""
+    """The whole demo class (30 notebooks) and the red team's 42 submissions graded on the cluster, a busy worker killed
+    in each run (and a new one joins). The demo is graded locally at the same time and must give the same bytes; the
+    red team's every score must be the one `compare` expects (exact, as tests/test_redteam.py checks it locally)."""
     from grading.examples.classroom import compare
     from grading.examples.classroom import make_class as make_red_team
     from grading.examples.demo import make_submissions
@@ -276,23 +273,24 @@ def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_
     cluster = Cluster(tmp_path / "dask")
     try:
         for name in ["demo", "red-team"]:
-            local = autograde_process(tmp_path / name, tmp_path / f"{name}-local", "--workers", "1", root=tmp_path)
+            local = None
+            if name == "demo":
+                local = autograde_process(tmp_path / name, tmp_path / "demo-local", "--workers", "1", root=tmp_path)
             dask = autograde_process(
                 tmp_path / name, tmp_path / f"{name}-dask", "--cluster", cluster.address, root=tmp_path
             )
             wait_for_a_result(tmp_path / f"{name}-dask", dask)
             killed = cluster.kill_a_busy_worker()
             cluster.workers.append(cluster.start(cluster.worker_args(len(cluster.workers)), f"worker-{name}"))
-            (_, local_err), (_, dask_err) = local.communicate(timeout=1800), dask.communicate(timeout=1800)
+            _, dask_err = dask.communicate(timeout=1800)
             assert killed, f"{name}: no worker was grading when the first result came in"
-            assert local.returncode == dask.returncode, (local_err[-2000:], dask_err[-2000:])
-            assert dask.returncode in (0, 1), dask_err[-3000:]  # 1: the red team has rows that are not graded
             if name == "demo":
-                assert dask.returncode == 0, dask_err[-3000:]
+                _, local_err = local.communicate(timeout=1800)
+                assert (local.returncode, dask.returncode) == (0, 0), (local_err[-2000:], dask_err[-3000:])
                 assert table(tmp_path / "demo-dask") == table(tmp_path / "demo-local")
                 assert gradebook(tmp_path / "demo-dask") == gradebook(tmp_path / "demo-local")
-            else:  # a note may name its own run's folder or time: the scores must be the same, and as expected
-                assert scores(tmp_path / "red-team-dask") == scores(tmp_path / "red-team-local")
+            else:  # a note may name its own run's folder or time: every score as expected
+                assert dask.returncode in (0, 1), dask_err[-3000:]  # 1: the red team has rows that are not graded
                 rows = [
                     Row(
                         r["student"],
