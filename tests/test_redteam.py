@@ -1,4 +1,4 @@
-"""Red team: a class of 41 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 42 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
