@@ -4,7 +4,9 @@ carries the shipped digits and memorised them (the held-out images among them) l
 reaches a sandbox."""
 
 import json
+import os
 import re
+import shutil
 import zipfile
 
 import numpy as np
@@ -18,6 +20,8 @@ from grading.grade import heldout
 from grading.grade.cluster import worker_spec
 from grading.grade.job import Spec
 from tinytorch.core.training import load_digits
+
+AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="the student-user fallback needs a grader running as root")
 
 HELD_OUT = ["capstone_held_out", "capstone_held_out_high"]
 
@@ -253,3 +257,34 @@ def test_the_capstone_is_measured_on_the_instructors_digits_so_pasting_the_shipp
 
     again, log = grade(tmp_path, "--held-out-digits", private)
     assert again == book and "2 submissions already graded (unchanged since): kept" in log, log
+
+
+@pytest.mark.slow
+@AS_ROOT
+def test_gradescope_measures_the_capstone_on_the_digits_in_its_zip(kit, tmp_path):
+    """The zip made with --held-out-digits, run as Gradescope runs it (the students' code as `nobody`): the reference
+    solution passes on the instructor's digits, the notebook that memorised the shipped ones does not (without the
+    file it gets every point: checked by building the zip without it)."""
+    from test_gradescope import gradescope_root, run_autograder, submit
+
+    images, labels = noisy_copies()
+    private = save(tmp_path / "digits.npz", X=images, y=labels)
+    zipped = tmp_path / "autograder.zip"
+    result = run_cli("gradescope", "--out", zipped, "--assignment", "16_capstone", "--held-out-digits", private)
+    assert result.returncode == 0, result.stderr
+    root = gradescope_root(zipped)
+    env = {"TINYTORCH_NO_BWRAP": "1", "TINYTORCH_STUDENT_USER": "nobody"}
+    source = read_notebook(REPO / "notebooks" / "16_capstone.ipynb")
+    honest = solved(read_notebook(kit / "16_capstone" / "16_capstone.ipynb"), source)
+    try:
+        scores = {}
+        for name, notebook in [
+            ("honest", honest),
+            ("embedder", capstone_submission(kit, EMBEDDER.format(rows=embedded_rows()))),
+        ]:
+            submit(root, {"16_capstone.ipynb": notebook})
+            scores[name] = {t["name"]: (t["score"], t["max_score"]) for t in run_autograder(root, **env)["tests"]}
+    finally:
+        shutil.rmtree(root)
+    assert all(scores["honest"][name][0] == scores["honest"][name][1] > 0 for name in HELD_OUT), scores["honest"]
+    assert all(scores["embedder"][name][0] == 0 for name in HELD_OUT), scores["embedder"]
