@@ -15,6 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
+from ..common.environment import ONE_BLAS_THREAD
 from ..common.notebooks import REPO
 from .clock import Budget
 from .forkserver import ForkServer, ForkServerGone, kill_group
@@ -25,7 +26,7 @@ from .job import FAULT, limit_memory
 # 1428). No notebook schema uses the formats it checks (iri, iri-reference): the job's Python goes without it.
 JOB = "import sys; sys.modules.setdefault('rfc3987_syntax', None); from grading.grade.job import main; sys.exit(main())"
 JOB_ENV = {
-    **{"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},  # a job per core, no more
+    **ONE_BLAS_THREAD,  # a job per core, no more
     "MPLBACKEND": "Agg",  # the instructor's figures are drawn in the job, for the page (grading.grade.outputs)
 }
 

@@ -40,6 +40,7 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from ..common.defaults import MEMORY_MB
+from ..common.environment import ONE_BLAS_THREAD
 from ..common.errors import GradingError
 from . import cgroup
 
@@ -54,9 +55,7 @@ BASE_ENV = {
     "MPLCONFIGDIR": "/tmp",
     "MPLBACKEND": "Agg",
     "IPYTHONDIR": "/tmp/.ipython",
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
+    **ONE_BLAS_THREAD,
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONHASHSEED": "0",
     "TINYTORCH_QUIET": "1",
