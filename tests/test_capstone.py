@@ -48,6 +48,21 @@ def test_the_curves_are_measured_by_the_given_code():
     assert history["train"][0] == (loss, accuracy) and 0 <= accuracy <= 1 and loss > 0
 
 
+def grade(tmp_path, *options):
+    "Autograde TMP_PATH/submissions into TMP_PATH/grades with the secret TMP_PATH/secret: (gradebook, what it printed)."
+    result = run_cli(
+        "autograde",
+        tmp_path / "submissions",
+        "--out",
+        tmp_path / "grades",
+        "--secret-file",
+        tmp_path / "secret",
+        *options,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    return json.loads((tmp_path / "grades" / "gradebook.json").read_text()), result.stdout
+
+
 # A student who trains on every shipped digit, the grader's held-out images among them, instead of the arrays given.
 TRAINS_ON_EVERY_DIGIT = (
     "    epochs, lr0 = 40, 0.003\n",
@@ -73,18 +88,7 @@ def test_a_capstone_that_loads_the_digits_itself_to_train_on_the_held_out_images
     for student, nb in [("honest", solved(released, source)), ("cheat", solved(released, source, edit=cheat))]:
         write_notebook(nb, tmp_path / "submissions" / student / "16_capstone" / "16_capstone.ipynb")
     (tmp_path / "secret").write_text("capstone-held-out-test-secret-0123456789\n")
-    result = run_cli(
-        "autograde",
-        tmp_path / "submissions",
-        "--out",
-        tmp_path / "grades",
-        "--secret-file",
-        tmp_path / "secret",
-        "--feedback",
-        "none",
-    )
-    assert result.returncode == 0, result.stderr
-    book = json.loads((tmp_path / "grades" / "gradebook.json").read_text())
+    book, _ = grade(tmp_path, "--feedback", "none")
     honest, cheat_tests = book["honest"]["16_capstone"]["tests"], book["cheat"]["16_capstone"]["tests"]
     held_out = ["capstone_held_out", "capstone_held_out_high"]
     assert all(honest[name]["score"] == honest[name]["max_score"] > 0 for name in held_out), honest

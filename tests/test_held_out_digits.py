@@ -3,7 +3,6 @@ a bad file is refused before anything is graded; with a good one the capstone is
 carries the shipped digits and memorised them (the held-out images among them) loses its advantage; the file never
 reaches a sandbox."""
 
-import json
 import os
 import re
 import shutil
@@ -204,25 +203,13 @@ def capstone_submission(kit, code):
     return solved(released, source, edit=lambda grade_id, old: code if "def build_and_train" in old else old)
 
 
-def grade(tmp_path, *options):
-    result = run_cli(
-        "autograde",
-        tmp_path / "submissions",
-        "--out",
-        tmp_path / "grades",
-        "--secret-file",
-        tmp_path / "secret",
-        *options,
-    )
-    assert result.returncode == 0, result.stderr + result.stdout
-    return json.loads((tmp_path / "grades" / "gradebook.json").read_text()), result.stdout
-
-
 def test_the_capstone_is_measured_on_the_instructors_digits_so_pasting_the_shipped_ones_gains_nothing(kit, tmp_path):
     """Without the file, a notebook that carries the shipped digits and memorised them gets full marks (the known
     limit: the held-out images are among them). With a file of digits that are not in the kit, the same notebook is
     measured on those, like everybody (the reference solution passes on them: the reference check), and fails; a
     notebook that hunts for the file in its sandbox finds nothing; the gradebook records the file's hash."""
+    from test_capstone import grade
+
     write_notebook(
         capstone_submission(kit, EMBEDDER.format(rows=embedded_rows())),
         tmp_path / "submissions" / "embedder" / "16_capstone" / "16_capstone.ipynb",
