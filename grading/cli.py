@@ -146,8 +146,11 @@ def cmd_check(args):
         unit = "point" if points == 1 else "points"
         print(f"{mark:<6}  {name} ({points:g} {unit})" + (f": {message}" if message and status != HIDDEN else ""))
     manual = written_answers(args.notebook)
-    for name, points in manual:
-        print(f"{'MANUAL':<6}  {name}: marked by hand ({points:g} {'point' if points == 1 else 'points'})")
+    unanswered = [name for name, _, answered in manual if not answered]
+    for name, points, answered in manual:
+        unit = "point" if points == 1 else "points"
+        todo = "" if answered else "not answered yet (the cell still says YOUR ANSWER HERE), "
+        print(f"{'MANUAL':<6}  {name}: {todo}marked by hand ({points:g} {unit})")
     visible = [status for _, _, status, _ in results if status != HIDDEN]
     failed = visible.count(False)
     hidden = len(results) - len(visible)
@@ -155,17 +158,23 @@ def cmd_check(args):
         f"{len(visible) - failed} passed, {failed} failed"
         + (f" ({hidden} hidden tests run when graded)" if hidden else "")
         + (f"; {len(manual)} written answers marked by hand" if manual else "")
+        + (f", {len(unanswered)} not answered yet" if unanswered else "")
     )
     return 1 if failed else 0
 
 
+UNANSWERED = ("", "YOUR ANSWER HERE")  # what the release leaves in a written answer's cell
+
+
 def written_answers(notebook):
-    "[(name, points)] of the notebook's written answers, which the instructor marks by hand."
+    "[(name, points, answered)] of the notebook's written answers, which the instructor marks by hand."
     from .common.notebooks import is_manual_answer, nbgrader_meta, read_notebook
 
     cells = read_notebook(notebook).cells
     return [
-        (nbgrader_meta(c)["grade_id"], float(nbgrader_meta(c).get("points", 0))) for c in cells if is_manual_answer(c)
+        (nbgrader_meta(c)["grade_id"], float(nbgrader_meta(c).get("points", 0)), c.source.strip() not in UNANSWERED)
+        for c in cells
+        if is_manual_answer(c)
     ]
 
 

@@ -97,7 +97,7 @@ def test_written_answers_are_not_tests(tmp_path):
     nb = read_notebook(next(iter(tiny_course(tmp_path).values())))
     assert list(autograded_tests(nb)) == ["truth"], "the answer's points are not autograded"
     assert manual_answers(nb) == {"why_ones": 3} and manual_points(nb) == 3
-    assert written_answers(tmp_path / "01_tiny.ipynb") == [("why_ones", 3.0)]
+    assert written_answers(tmp_path / "01_tiny.ipynb") == [("why_ones", 3.0, True)]
     assert "3 points of this notebook are marked by hand" in manual_note(3)
     assert "1 point of this notebook is marked by hand" in manual_note(1) and manual_note(0) == ""
 
@@ -173,8 +173,14 @@ def test_release_replaces_the_model_answer(tmp_path):
     assert list(find_leaks(out, notebooks)) == []
     check = run_cli("check", out / "01_tiny" / "01_tiny.ipynb", cwd=out)
     assert check.returncode == 0, check.stdout + check.stderr
+    assert "MANUAL  why_ones: not answered yet (the cell still says YOUR ANSWER HERE), marked by hand" in check.stdout
+    assert "1 passed, 0 failed; 1 written answers marked by hand, 1 not answered yet" in check.stdout
+    (answer,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why_ones"]
+    answer.source = "Each input element adds to the sum once."
+    write_notebook(nb, out / "01_tiny" / "01_tiny.ipynb")
+    check = run_cli("check", out / "01_tiny" / "01_tiny.ipynb", cwd=out)
     assert "MANUAL  why_ones: marked by hand (3 points)" in check.stdout
-    assert "1 passed, 0 failed; 1 written answers marked by hand" in check.stdout
+    assert "1 passed, 0 failed; 1 written answers marked by hand" in check.stdout and "not answered" not in check.stdout
 
 
 @pytest.fixture(scope="module")
