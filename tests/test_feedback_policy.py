@@ -86,7 +86,8 @@ def two_students(kit, tmp_path_factory):
     root = tmp_path_factory.mktemp("policy")
     source = read_notebook(REPO / "notebooks" / "09_nn.ipynb")
     nb = solved(read_notebook(kit / "09_nn" / "09_nn.ipynb"), source)
-    for student in ("ada", "bo"):
+    for student, hours in (("ada", "2"), ("bo", "3.5")):  # the optional last cell (tests/test_time_spent.py)
+        nb.cells[-1].source = nb.cells[-1].source.replace("hours_spent = None", f"hours_spent = {hours}")
         write_notebook(nb, root / "submissions" / student / "09_nn" / "09_nn.ipynb")
     out = root / "grades"
     first = run_cli("autograde", root / "submissions", "--out", out, "--feedback", "summary")
@@ -110,6 +111,21 @@ def test_each_student_has_a_recorded_variant_and_full_marks(two_students):
     assert secret.decode() not in (out / "gradebook.json").read_text(), "the secret is never in the gradebook"
 
 
+def test_the_hours_the_students_reported_give_the_notebook_s_median(two_students):
+    _, out, first = two_students
+    assert "time spent: 2 of 2 submissions report their hours" in first.stdout
+    with open(out / "time_spent.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row == {
+        "assignment": "09_nn",
+        "submissions": "2",
+        "reported": "2",
+        "median_hours": "2.75",
+        "lower_quartile": "2.38",
+        "upper_quartile": "3.12",
+    }
+
+
 def test_summary_pages_hide_the_hidden_tests_names(two_students):
     _, out, _ = two_students
     page = (out / "feedback" / "ada" / "09_nn.html").read_text()
@@ -124,6 +140,7 @@ def test_another_policy_later_rewrites_the_pages_without_grading_again(two_stude
     none = run_cli("autograde", root / "submissions", "--out", out, "--feedback", "none")
     assert none.returncode == 0, none.stderr
     assert "2 submissions already graded" in none.stdout and "(the previous run: summary)" in none.stdout
+    assert "time spent: 2 of 2 submissions report their hours" in none.stdout, "a kept result keeps its report"
     assert not (out / "feedback" / "ada" / "09_nn.html").exists() and grades(out) == before
     full = run_cli("autograde", root / "submissions", "--out", out, "--feedback", "full")
     assert full.returncode == 0 and "2 submissions already graded" in full.stdout

@@ -1311,7 +1311,8 @@ def answers(notebook):
 
 
 def is_solution(cell):
-    return cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution", False)
+    "An exercise: a code cell with a solution region (the hours-spent cell is editable too, but no exercise)."
+    return cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source
 
 
 def exercise_of(notebook, old):

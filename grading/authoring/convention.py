@@ -7,6 +7,9 @@
 * A markdown cell whose first line is `<!-- answer: <name> (<n> points) -->` is a written answer, marked by hand
   (nbgrader's manually graded answer): the rest of the cell is the model answer, which the release replaces by
   "YOUR ANSWER HERE". Its points are not autograded.
+* A code cell whose first line is `# hours spent (optional, not graded)` is where the student may write how long the
+  notebook took (`hours_spent = 2.5`): editable, never graded, never run by the grader, read as text by autograde
+  (grading.grade.timespent).
 * Every other cell is read-only.
 """
 
@@ -22,6 +25,8 @@ ANSWER_HEADER = re.compile(
 ANSWER_START = re.compile(
     r"^<!--\s*answer\b", re.IGNORECASE
 )  # what an author meant as an answer header, well formed or not
+HOURS_HEADER = re.compile(r"^#\s*hours spent\b", re.IGNORECASE)
+HOURS_SPENT = "hours_spent"  # the grade id of that cell
 SOLUTION_PREFIX = "solution-"
 DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # top level only
 
@@ -90,6 +95,8 @@ def derive_cell(cell, where):
         if not match:
             raise GradingError(f"{where}: malformed test header {first!r}; write it as '# test: name (2 points)'.")
         return _meta(match["name"], grade=True, points=_points(match["points"]))
+    if cell.cell_type == "code" and HOURS_HEADER.match(first):
+        return _meta(HOURS_SPENT, solution=True)  # editable, like an answer; nothing in it is graded
     if ANSWER_START.match(first):
         if cell.cell_type != "markdown":
             raise GradingError(f"{where}: an answer header {first!r} must start a markdown cell, not a code cell.")

@@ -50,6 +50,7 @@ from .cluster import ClusterRunner
 from .job import Spec, digest, manual_note, test_cells
 from .runner import Runner, load_result
 from .submissions import find_submissions as read_folder
+from .timespent import write_time_spent
 from .variant import read_secret, variant_id
 
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points", "manual_score"]
@@ -689,6 +690,9 @@ def _autograde(run, found, problems, workers, progress, log):
     rows = publish()
     if rows:
         plot_distribution(rows, out / "distribution.png")
+    if done:
+        reported = write_time_spent(list(done.values()), out / "time_spent.csv")
+        log(f"time spent: {reported} of {len(done)} submissions report their hours ({out / 'time_spent.csv'})")
     if any(answers.values()) and found:
         marking.update(out, state, run.notebooks, instructor, found, done, log)
     return rows

@@ -35,6 +35,7 @@ from ..common.errors import GraderFault, GradingError
 from ..common.notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
 from .clock import Budget, Stopwatch, process_age
 from .submissions import broken_cells_note
+from .timespent import reported_hours
 from .verdict import exported_sources
 
 
@@ -193,14 +194,15 @@ def grade(spec):
             if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
         }
         note = "; ".join(n for n in [broken_cells_note(submitted), note] if n)  # read above
-        result = score(spec, tests, verdicts, [note], hidden)
+        hours = reported_hours(submitted)  # read as text, never run (grading.grade.timespent)
+        result = score(spec, tests, verdicts, [note], hidden, hours)
         write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none
         with stopwatch("page"):
             try:
                 notebook = ran_notebook(released, submitted, ran)
             except GradingError as error:
                 notebook = None
-                result = score(spec, tests, verdicts, [note, f"no feedback: {error}"], hidden)
+                result = score(spec, tests, verdicts, [note, f"no feedback: {error}"], hidden, hours)
             result["manual_points"] = manual_points(instructor)
             if notebook is not None and spec.page:
                 write_atomic(spec.page, nbformat.writes(notebook))
@@ -240,8 +242,8 @@ def record_times(spec, stopwatch):
         file.write(line + "\n")
 
 
-def score(spec, tests, verdicts, notes, hidden=()):
-    "The result: the verdict's score and message per test."
+def score(spec, tests, verdicts, notes, hidden=(), hours=None):
+    "The result: the verdict's score and message per test, and the hours the student reported (or None)."
     rows = {}
     for test_id, (points, fingerprint) in tests.items():
         passed, message = verdicts.get(test_id, (False, "did not run"))
@@ -265,6 +267,7 @@ def score(spec, tests, verdicts, notes, hidden=()):
         "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "variant": spec.variant,
         "feedback": spec.feedback_policy,
+        "hours_spent": hours,
     }
 
 
