@@ -82,3 +82,13 @@ def test_every_graded_notebook_ends_with_an_editable_hours_cell_that_reports_not
         assert meta["solution"] and not meta["locked"] and not meta["grade"], f"{stem}: the student must edit it"
         assert "#| export" not in last.source and reported_hours(nb) is None, stem
         assert "not graded" in nb.cells[-2].source, f"{stem}: the text above the cell says what it is for"
+
+
+def test_the_release_keeps_the_hours_cell_as_written(kit):
+    "nbgrader replaces an editable cell that has no solution region by a stub that raises: the release puts it back."
+    for stem in graded_assignments():
+        source = read_notebook(REPO / "notebooks" / f"{stem}.ipynb").cells[-1]
+        released = read_notebook(kit / stem / f"{stem}.ipynb").cells[-1]
+        assert released.source == source.source and "hours_spent = None" in released.source, stem
+        assert nbgrader_meta(released)["grade_id"] == HOURS_SPENT and not nbgrader_meta(released)["locked"], stem
+        exec(compile(released.source, stem, "exec"), {})  # Run All goes through it

@@ -34,7 +34,7 @@ from ..common.notebooks import (
     write_notebook,
 )
 from ..student.export import copy_package_skeleton, export_package
-from .convention import DEFINITION, mismatches, model_answer
+from .convention import DEFINITION, HOURS_SPENT, mismatches, model_answer
 from .course import Course
 from .manifest import KitState, compare, hashes, listing, read_manifest, write_manifest
 
@@ -92,9 +92,14 @@ def student_notebooks(notebooks, workdir):
     released = {}
     for stem, release_path in Course(workdir).add_assignments(notebooks).items():
         nb = read_notebook(release_path)
+        hours = [
+            c.source for c in read_notebook(notebooks[stem]).cells if nbgrader_meta(c).get("grade_id") == HOURS_SPENT
+        ]
         for cell in nb.cells:
             meta = nbgrader_meta(cell)
-            if meta.get("solution"):
+            if meta.get("grade_id") == HOURS_SPENT and hours:
+                cell.source = hours[0]  # nbgrader stubs an editable cell that has no solution region: put it back
+            elif meta.get("solution"):
                 cell.source = explain_stubs(cell.source, stem)
         released[stem] = nb
     return released
