@@ -3,6 +3,7 @@ a bad file is refused before anything is graded; with a good one the capstone is
 carries the shipped digits and memorised them (the held-out images among them) loses its advantage; the file never
 reaches a sandbox."""
 
+import json
 import os
 import re
 import shutil
@@ -244,6 +245,16 @@ def test_the_capstone_is_measured_on_the_instructors_digits_so_pasting_the_shipp
 
     again, log = grade(tmp_path, "--held-out-digits", private)
     assert again == book and "2 submissions already graded (unchanged since): kept" in log, log
+
+    # On a Dask cluster the file's bytes travel with the capstone's tasks (grading.grade.cluster): the same scores.
+    options = ["--secret-file", tmp_path / "secret", "--held-out-digits", private, "--cluster", "local:1"]
+    result = run_cli("autograde", tmp_path / "submissions", "--out", tmp_path / "grades-dask", *options)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr + result.stdout
+    clustered = json.loads((tmp_path / "grades-dask" / "gradebook.json").read_text())
+    for student in ("embedder", "hunter"):
+        here, there = book[student]["16_capstone"], clustered[student]["16_capstone"]
+        assert {t: r["score"] for t, r in there["tests"].items()} == {t: r["score"] for t, r in here["tests"].items()}
+        assert there["held_out_digits"] == digest, there
 
 
 @pytest.mark.slow
