@@ -3,6 +3,7 @@
 import csv
 import shutil
 
+import nbformat
 import pytest
 
 from conftest import REPO, run_cli
@@ -66,3 +67,23 @@ def test_bad_submissions_are_reported_in_the_table_and_on_the_console(tmp_path):
     assert "unknown assignment '99_magic'" in notes["erin"]
     assert "missing 02_function.ipynb" in notes["frank"] and "my_work.ipynb" in notes["frank"]
     assert "not the 03_gradcheck notebook" in notes["gina"]
+
+
+def test_export_names_the_notebook_cell_and_line_of_a_syntax_error(tmp_path):
+    "nbdev's own message is 'SyntaxError: invalid syntax', nothing more; a student needs to know where to look."
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("#| default_exp core.tiny"),
+        nbformat.v4.new_code_cell("#| export\nclass AddBackward:\n    def apply(self, g):\n        return (g,,)"),
+    ]
+    (tmp_path / "04_tiny").mkdir()
+    nbformat.write(nb, tmp_path / "04_tiny" / "04_tiny.ipynb")
+    settings = (REPO / "settings.ini").read_text().replace("nbs_path = notebooks", "nbs_path = .")
+    (tmp_path / "settings.ini").write_text(settings)
+    (tmp_path / "tinytorch").mkdir()
+    result = run_cli("export", cwd=tmp_path)
+    assert result.returncode != 0
+    assert (
+        "04_tiny/04_tiny.ipynb, the exported cell of AddBackward (cell 2), line 4: invalid syntax: return (g,,). "
+        "Fix that line in the notebook" in result.stderr
+    ), result.stderr

@@ -1,8 +1,11 @@
 """`python -m grading export`: nbdev_export a repository or student kit into its tinytorch/ (the kit has this too)."""
 
+import configparser
 import contextlib
 import io
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +25,45 @@ def export_package(root):
     )
     if result.returncode:
         detail = (result.stderr or result.stdout).strip().splitlines()
-        raise GradingError(f"nbdev_export failed in {root}: {detail[-1] if detail else 'no detail'}")
+        where = first_syntax_error(root)
+        raise GradingError(f"nbdev_export failed in {root}: " + (where or (detail[-1] if detail else "no detail")))
+
+
+def first_syntax_error(root):
+    """Where the first exported cell that Python cannot parse is: notebook, cell, line and the line itself, and what
+    to do; None if every exported cell parses (nbdev's own message names none of it)."""
+    settings = configparser.ConfigParser()
+    settings.read(Path(root) / "settings.ini")
+    folder = Path(root) / settings.get("DEFAULT", "nbs_path", fallback="notebooks")
+    for path in sorted(folder.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a broken notebook is reported by nbdev's message and by `check`
+        for number, cell in enumerate(cells, 1):
+            source = cell.get("source", "") if isinstance(cell, dict) else ""
+            source = "".join(source) if isinstance(source, list) else source
+            if cell.get("cell_type") != "code" or not EXPORT.search(source):
+                continue
+            try:
+                compile(source, "<cell>", "exec")
+            except SyntaxError as error:
+                lines = source.splitlines()
+                line = lines[error.lineno - 1].strip() if error.lineno and 0 < error.lineno <= len(lines) else ""
+                name = DEFINITION.search(source)
+                cell_name = f"the exported cell of {name[1]} (cell {number})" if name else f"exported cell {number}"
+                return (
+                    f"{path.relative_to(root)}, {cell_name}, line {error.lineno}: "
+                    f"{error.msg}" + (f": {line}" if line else "") + ". Fix that line in the notebook, save it, "
+                    "and export again."
+                )
+    return None
+
+
+EXPORT = re.compile(r"^#\|\s*export\b", re.MULTILINE)
+DEFINITION = re.compile(r"^(?:class|def)\s+(\w+)", re.MULTILINE)
 
 
 def export_here(root):
