@@ -16,7 +16,14 @@
 import re
 
 from ..common.errors import GradingError
-from ..common.notebooks import HIDDEN_BEGIN, SOLUTION_BEGIN, is_manual_answer, read_notebook, write_notebook
+from ..common.notebooks import (
+    HIDDEN_BEGIN,
+    HOURS_SPENT,
+    SOLUTION_BEGIN,
+    is_manual_answer,
+    read_notebook,
+    write_notebook,
+)
 
 TEST_HEADER = re.compile(r"^#\s*test:\s*(?P<name>[A-Za-z_][\w-]*)\s*\((?P<points>\d+(?:\.\d+)?)\s*points?\)\s*$")
 ANSWER_HEADER = re.compile(
@@ -26,7 +33,6 @@ ANSWER_START = re.compile(
     r"^<!--\s*answer\b", re.IGNORECASE
 )  # what an author meant as an answer header, well formed or not
 HOURS_HEADER = re.compile(r"^#\s*hours spent\b", re.IGNORECASE)
-HOURS_SPENT = "hours_spent"  # the grade id of that cell
 SOLUTION_PREFIX = "solution-"
 DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # top level only
 

@@ -78,6 +78,14 @@ def nbgrader_meta(cell):
     return meta
 
 
+HOURS_SPENT = "hours_spent"  # the grade id of every notebook's optional last cell (grading.authoring.convention)
+
+
+def identifying_ids(nb):
+    "The grade ids that tell which assignment a notebook is: all but the hours cell, which every notebook has."
+    return {nbgrader_meta(c).get("grade_id") for c in nb.cells} - {None, "", HOURS_SPENT}
+
+
 def is_manual_answer(cell):
     "Whether a cell is a written answer marked by hand (nbgrader's manually graded answer), not an autograded test."
     meta = nbgrader_meta(cell)

@@ -33,6 +33,7 @@ from ..common.notebooks import (
     REPO,
     course_notebooks,
     file_fingerprint,
+    identifying_ids,
     nbgrader_meta,
     read_notebook,
     write_atomic,
@@ -480,7 +481,7 @@ def autograde(
     notebooks = course_notebooks(notebooks_dir)
     check_sources(notebooks)
     instructor = {stem: read_notebook(p) for stem, p in notebooks.items()}
-    known = {stem: {nbgrader_meta(c).get("grade_id") for c in nb.cells} for stem, nb in instructor.items()}
+    known = {stem: identifying_ids(nb) for stem, nb in instructor.items()}
     found, problems = find_submissions(submissions, known)
     # A notebook without tests or answers (02b_diagnosis, 15_viz: given code only) is a chapter to read, not an assignment.
     given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}

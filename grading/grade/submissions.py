@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
-from ..common.notebooks import nbgrader_meta, parse_notebook
+from ..common.notebooks import identifying_ids, nbgrader_meta, parse_notebook
 
 
 @dataclass
@@ -123,8 +123,7 @@ def read_item(student, item, known):
         nb = parse_notebook(text, notebook)
     except GradingError as error:
         return None, Problem(student, assignment, notebook.name, str(error).split(": ", 1)[-1])
-    ids = {nbgrader_meta(c).get("grade_id") for c in nb.cells}
-    if not ids & known[assignment]:
+    if not identifying_ids(nb) & known[assignment]:
         why = broken_cells_note(nb) or f"this is not the {assignment} notebook: none of its cells are there"
         return None, Problem(student, assignment, notebook.name, why)
     return (student, assignment, notebook), None

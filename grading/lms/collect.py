@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ..common import csvsafe
 from ..common.errors import GradingError
-from ..common.notebooks import course_notebooks, nbgrader_meta, read_notebook
+from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook
 from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
 from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, read_roster
 
@@ -162,7 +162,7 @@ def known_assignments(notebooks_dir):
     notebooks = course_notebooks(notebooks_dir)
     known = {}
     for stem, path in notebooks.items():
-        known[stem] = {nbgrader_meta(c).get("grade_id") for c in read_notebook(path).cells} - {None, ""}
+        known[stem] = identifying_ids(read_notebook(path))
     return known
 
 
