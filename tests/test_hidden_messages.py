@@ -286,6 +286,12 @@ NAMED_FAILURES = [
     ),
     (
         "14_higher_order",
+        "backward() for both derivatives, .grad read (it accumulates the first gradient)",
+        "hvp_hidden",
+        ["the quadratic ½ wᵀAw", "Likely cause: w.grad was written", "Use grad() (not backward())"],
+    ),
+    (
+        "14_higher_order",
         "first gradient without create_graph=True",
         "second_derivative",
         ["got 0. A 0 means the first gradient was not recorded"],
