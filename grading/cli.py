@@ -156,8 +156,8 @@ def cmd_check(args):
     hidden = len(results) - len(visible)
     print(
         f"{len(visible) - failed} passed, {failed} failed"
-        + (f" ({hidden} hidden tests run when graded)" if hidden else "")
-        + (f"; {len(manual)} written answers marked by hand" if manual else "")
+        + (f" ({hidden} hidden test{'s' * (hidden != 1)} run when graded)" if hidden else "")
+        + (f"; {len(manual)} written answer{'s' * (len(manual) != 1)} marked by hand" if manual else "")
         + (f", {len(unanswered)} not answered yet" if unanswered else "")
     )
     return 1 if failed else 0

@@ -174,13 +174,13 @@ def test_release_replaces_the_model_answer(tmp_path):
     check = run_cli("check", out / "01_tiny" / "01_tiny.ipynb", cwd=out)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "MANUAL  why_ones: not answered yet (the cell still says YOUR ANSWER HERE), marked by hand" in check.stdout
-    assert "1 passed, 0 failed; 1 written answers marked by hand, 1 not answered yet" in check.stdout
+    assert "1 passed, 0 failed; 1 written answer marked by hand, 1 not answered yet" in check.stdout
     (answer,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why_ones"]
     answer.source = "Each input element adds to the sum once."
     write_notebook(nb, out / "01_tiny" / "01_tiny.ipynb")
     check = run_cli("check", out / "01_tiny" / "01_tiny.ipynb", cwd=out)
     assert "MANUAL  why_ones: marked by hand (3 points)" in check.stdout
-    assert "1 passed, 0 failed; 1 written answers marked by hand" in check.stdout and "not answered" not in check.stdout
+    assert "1 passed, 0 failed; 1 written answer marked by hand" in check.stdout and "not answered" not in check.stdout
 
 
 @pytest.fixture(scope="module")

@@ -813,6 +813,33 @@ STUDENT_BUGS = [
         "for g, v in zip(grads, vectors) if g is not None)",
         "for g, v in zip(grads, vectors))",
     ),
+    (
+        "14_higher_order",
+        "hvp",
+        "backward() for both derivatives, .grad read (it accumulates the first gradient)",
+        "grads = grad(loss_fn(), params, create_graph=True)\n    dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) "
+        "if g is not None)\n    if not isinstance(dot, Tensor) or not dot.requires_grad:\n"
+        "        return [Tensor(np.zeros(p.shape)) for p in params]\n    products = grad(dot, params)",
+        "loss_fn().backward(create_graph=True)\n    grads = [p.grad for p in params]\n"
+        "    dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)\n"
+        "    if not isinstance(dot, Tensor) or not dot.requires_grad:\n"
+        "        return [Tensor(np.zeros(p.shape)) for p in params]\n"
+        "    dot.backward()\n    products = [p.grad for p in params]",
+    ),
+    (
+        "13_embedding",
+        "sparse_rows",
+        "the ids flattened, the gradient not (fails on 2-D ids)",
+        "np.add.at(values, inverse, grad.reshape(-1, grad.shape[-1]))",
+        "np.add.at(values, inverse, grad)",
+    ),
+    (
+        "13_embedding",
+        "tied_gradient",
+        "grad_logits scattered instead of the gradient of E",
+        "np.add.at(input_use, flat_ids, grad @ weight)",
+        "np.add.at(input_use, flat_ids, grad)",
+    ),
 ]
 MUTANTS += STUDENT_BUGS
 

@@ -138,6 +138,9 @@ def test_check_reports_each_visible_test(kit):
         "FAIL    function_base (1 point): NotImplementedError: Exercise Function in 02_function.ipynb"
         in untouched.stdout
     )
-    assert "HIDDEN  square_backward_hidden" in untouched.stdout and "0 passed, 3 failed (1 hidden" in untouched.stdout
+    assert (
+        "HIDDEN  square_backward_hidden" in untouched.stdout
+        and "0 passed, 3 failed (1 hidden test run when graded)" in untouched.stdout
+    )
     solution = run_cli("check", REPO / "notebooks" / "02_function.ipynb")
     assert solution.returncode == 0 and "4 passed, 0 failed" in solution.stdout, solution.stdout

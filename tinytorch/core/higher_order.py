@@ -13,6 +13,7 @@ from .tensor import Tensor
 def hessian_vector_product(loss_fn, params, vectors):
     """H·v for the Hessian H of the scalar loss_fn() with respect to the leaf Tensors `params`, without forming H.
     `vectors[i]` is an array of params[i]'s shape; returns one Tensor per parameter, of that parameter's shape."""
+    # Define `products`, one Tensor (or None) per parameter; the last line turns a None into zeros.
     ### BEGIN SOLUTION
     grads = grad(loss_fn(), params, create_graph=True)
     dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)
