@@ -117,3 +117,45 @@ def test_the_hidden_he_depth_check_catches_a_gain_of_one():
 
     with pytest.raises(AssertionError, match="He layers of width"):
         hidden_init_test("student0", linear=half_variance)
+
+
+NO_MODULE_BRANCH = """if isinstance(value, Tensor) and value.requires_grad:
+    found.append(value)
+elif isinstance(value, (list, tuple)):
+    for item in value:
+        visit(item)"""
+
+NO_LIST_BRANCH = """if isinstance(value, Tensor) and value.requires_grad:
+    found.append(value)
+elif isinstance(value, Module):
+    found.extend(value.parameters())"""
+
+STANDARD_DEVIATION = """variance = 2 / fan_in if scheme == "he" else 2 / (fan_in + fan_out)
+return float(np.sqrt(variance))"""
+
+FANS_SWAPPED = """variance = 2 / fan_out if scheme == "he" else 2 / (fan_in + fan_out)
+return float(np.sqrt(3 * variance))"""
+
+
+def visible_message(cell_id, solution, test_cell):
+    "The message of notebook 09's visible test `test_cell` for `solution` as the student's part of `cell_id`."
+    with pytest.raises(AssertionError) as failure:
+        exec(cell_source("09_nn", test_cell), dict(notebook_09_with(cell_id, solution)))
+    return str(failure.value)
+
+
+@pytest.mark.parametrize(
+    "cell_id, solution, test_cell, cause, not_cause",
+    [
+        ("c09-005", NO_MODULE_BRANCH, "c09-013", "its own parameters()", "search lists"),
+        ("c09-005", NO_LIST_BRANCH, "c09-013", "search lists and tuples", "its own parameters()"),
+        ("c09-init", STANDARD_DEVIATION, "c09-init-test", "the standard deviation", "variance the condition"),
+        ("c09-init", FANS_SWAPPED, "c09-init-test", "fan_in and fan_out swapped", "standard deviation"),
+    ],
+    ids=["no Module branch", "lists not searched", "init_bound returns the std", "init_bound swaps the fans"],
+)
+def test_a_visible_test_of_notebook_09_names_the_mistake_a_wrong_answer_identifies(
+    cell_id, solution, test_cell, cause, not_cause
+):
+    message = visible_message(cell_id, solution, test_cell)
+    assert cause in message and not_cause not in message, message

@@ -63,7 +63,15 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
-        return bool(self.data)  # `if x == y:` needs one element; NumPy refuses the ambiguous truth of more
+        "`if x:` on one element is the truth of that number, as in PyTorch; on several it is ambiguous."
+        if self.data.size == 1:
+            return bool(self.data)  # `if x == y:` on one element
+        raise ValueError(
+            f"`if x:` (or `and`, `or`, `not`, `bool(x)`, `x in a_list`) on a Tensor of shape {self.shape}: the truth "
+            f"value of {self.size} numbers is ambiguous, so it has none. To ask whether a tensor is there at all (a "
+            "bias that may be None), write `x is not None`; to ask about its elements, `x.data.any()` (is any "
+            "element nonzero or True) or `x.data.all()` (are all of them); to tell two tensors apart, `x is y`."
+        )
 
     def __repr__(self):
         body = np.array2string(self.data, separator=", ", prefix="Tensor(")
