@@ -303,6 +303,12 @@ NAMED_FAILURES = [
         "digits_accuracy",
         ["training loss", "optimizer.zero_grad()"],
     ),
+    (
+        "11_training",
+        "train_epoch steps before backward (each step sees no gradient)",
+        "digits_accuracy",
+        ["step() found every .grad to be None: it ran before this batch's backward()"],
+    ),
 ]
 
 
