@@ -84,6 +84,53 @@ def test_export_names_the_notebook_cell_and_line_of_a_syntax_error(tmp_path):
     result = run_cli("export", cwd=tmp_path)
     assert result.returncode != 0
     assert (
-        "04_tiny/04_tiny.ipynb, the exported cell of AddBackward (cell 2), line 4: invalid syntax: return (g,,). "
+        "04_tiny/04_tiny.ipynb, the exported cell of AddBackward (code cell 2), line 4: invalid syntax: return (g,,). "
         "Fix that line in the notebook" in result.stderr
     ), result.stderr
+
+
+def test_export_refuses_two_notebooks_that_export_the_same_module(tmp_path):
+    """An executed copy saved in the kit (jupyter nbconvert --output out13.ipynb) exports the same module as the
+    student's notebook; nbdev took whichever it read last, so a fresh reader's later edits silently did not count."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("#| default_exp core.tiny"),
+        nbformat.v4.new_code_cell("#| export\ndef f():\n    return 1"),
+    ]
+    (tmp_path / "04_tiny").mkdir()
+    nbformat.write(nb, tmp_path / "04_tiny" / "04_tiny.ipynb")
+    nbformat.write(nb, tmp_path / "out04.ipynb")
+    nbformat.write(nb, tmp_path / "04_tiny" / "_scratch.ipynb")  # a name starting with _: nbdev skips it
+    settings = (REPO / "settings.ini").read_text().replace("nbs_path = notebooks", "nbs_path = .")
+    (tmp_path / "settings.ini").write_text(settings)
+    (tmp_path / "tinytorch").mkdir()
+    result = run_cli("export", cwd=tmp_path)
+    assert result.returncode != 0 and not (tmp_path / "tinytorch" / "core").exists()
+    assert "04_tiny/04_tiny.ipynb and out04.ipynb both export tinytorch's module core.tiny" in result.stderr, (
+        result.stderr
+    )
+    assert "move the other out of this folder" in result.stderr
+    (tmp_path / "out04.ipynb").unlink()
+    result = run_cli("export", cwd=tmp_path)
+    assert result.returncode == 0 and (tmp_path / "tinytorch" / "core" / "tiny.py").exists(), result.stderr
+
+
+def test_check_names_an_exercise_cell_that_did_not_run(tmp_path):
+    "A syntax error in an exercise shows in its tests only as a NameError; check names the cell and the error first."
+    from grading.authoring.convention import apply_convention
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("def double(x):\n    ### BEGIN SOLUTION\n    return [2 * x\n    ### END SOLUTION"),
+        nbformat.v4.new_code_cell("# test: doubles (1 point)\nassert double(2) == 4"),
+    ]
+    (tmp_path / "04_tiny").mkdir()
+    path = tmp_path / "04_tiny" / "04_tiny.ipynb"
+    nbformat.write(nb, path)
+    apply_convention(path)
+    (tmp_path / "settings.ini").write_text((REPO / "settings.ini").read_text().replace("= notebooks", "= ."))
+    result = run_cli("check", path, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("ERROR   the cell of double raised SyntaxError: "), lines
+    assert lines[1].startswith("FAIL    doubles (1 point): NameError: name 'double' is not defined"), lines

@@ -17,6 +17,8 @@ from ..common.notebooks import REPO
 
 def export_package(root):
     "Run nbdev_export in `root` (a folder with settings.ini) and fail with its message."
+    notebooks = exported_notebooks(root)
+    refuse_two_sources(root, notebooks)
     result = subprocess.run(
         [sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export()"],
         cwd=root,
@@ -25,27 +27,59 @@ def export_package(root):
     )
     if result.returncode:
         detail = (result.stderr or result.stdout).strip().splitlines()
-        where = first_syntax_error(root)
+        where = first_syntax_error(root, notebooks)
         raise GradingError(f"nbdev_export failed in {root}: " + (where or (detail[-1] if detail else "no detail")))
 
 
-def first_syntax_error(root):
-    """Where the first exported cell that Python cannot parse is: notebook, cell, line and the line itself, and what
-    to do; None if every exported cell parses (nbdev's own message names none of it)."""
+def exported_notebooks(root):
+    """{path: its cells} of the notebooks nbdev_export reads in `root`, as nbdev finds them (settings.ini's nbs_path,
+    into subfolders if `recursive`, skipping names that start with _ or .); a notebook that cannot be read has no
+    cells here (nbdev's own message and `check` report it)."""
     settings = configparser.ConfigParser()
     settings.read(Path(root) / "settings.ini")
     folder = Path(root) / settings.get("DEFAULT", "nbs_path", fallback="notebooks")
-    for path in sorted(folder.rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in path.parts:
+    recursive = settings.getboolean("DEFAULT", "recursive", fallback=True)
+    found = {}
+    for path in sorted(folder.rglob("*.ipynb") if recursive else folder.glob("*.ipynb")):
+        if any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts):
             continue
         try:
             cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         except (OSError, ValueError, KeyError, TypeError):
-            continue  # a broken notebook is reported by nbdev's message and by `check`
-        for number, cell in enumerate(cells, 1):
-            source = cell.get("source", "") if isinstance(cell, dict) else ""
-            source = "".join(source) if isinstance(source, list) else source
-            if cell.get("cell_type") != "code" or not EXPORT.search(source):
+            cells = []
+        found[path] = [cell_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    return found
+
+
+def cell_source(cell):
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
+
+
+def refuse_two_sources(root, notebooks):
+    """Two notebooks that export the same module (a copy saved beside the kit's own, an executed copy): nbdev would
+    keep the one it reads last and drop the other without a word, so the student's edits could silently not count."""
+    by_module = {}
+    for path, sources in notebooks.items():
+        module = next((m[1] for s in sources for m in [DEFAULT_EXP.search(s)] if m), None)
+        if module is not None:
+            by_module.setdefault(module, []).append(path.relative_to(root))
+    for module, paths in by_module.items():
+        if len(paths) > 1:
+            listed = " and ".join(str(p) for p in paths)
+            raise GradingError(
+                f"{listed} both export tinytorch's module {module}: nbdev would keep the one it reads last and drop "
+                f"the other without a word. Keep one of them in {root}: move the other out of this folder (or give "
+                "it a name starting with _, which export skips), then export again."
+            )
+
+
+def first_syntax_error(root, notebooks):
+    """Where the first exported cell that Python cannot parse is: notebook, cell, line and the line itself, and what
+    to do; None if every exported cell parses (nbdev's own message names none of it)."""
+    for path, sources in notebooks.items():
+        for number, source in enumerate(sources, 1):
+            if not EXPORT.search(source):
                 continue
             try:
                 compile(source, "<cell>", "exec")
@@ -53,7 +87,7 @@ def first_syntax_error(root):
                 lines = source.splitlines()
                 line = lines[error.lineno - 1].strip() if error.lineno and 0 < error.lineno <= len(lines) else ""
                 name = DEFINITION.search(source)
-                cell_name = f"the exported cell of {name[1]} (cell {number})" if name else f"exported cell {number}"
+                cell_name = f"the exported cell of {name[1]} (code cell {number})" if name else f"code cell {number}"
                 return (
                     f"{path.relative_to(root)}, {cell_name}, line {error.lineno}: "
                     f"{error.msg}" + (f": {line}" if line else "") + ". Fix that line in the notebook, save it, "
@@ -64,6 +98,7 @@ def first_syntax_error(root):
 
 EXPORT = re.compile(r"^#\|\s*export\b", re.MULTILINE)
 DEFINITION = re.compile(r"^(?:class|def)\s+(\w+)", re.MULTILINE)
+DEFAULT_EXP = re.compile(r"^#\|\s*default_exp\s+(\S+)", re.MULTILINE)
 
 
 def export_here(root):
