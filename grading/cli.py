@@ -140,7 +140,11 @@ def print_outputs(out):
 def cmd_check(args):
     from .student.check import HIDDEN, run_tests
 
-    results = run_tests(args.notebook)
+    results, broken = run_tests(args.notebook)
+    for name, error in broken:
+        print(
+            f"{'ERROR':<6}  the cell of {name} raised {error}: fix it first, the tests below that use it fail with it"
+        )
     for name, points, status, message in results:
         mark = "HIDDEN" if status == HIDDEN else "PASS" if status else "FAIL"
         unit = "point" if points == 1 else "points"

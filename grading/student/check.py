@@ -72,12 +72,17 @@ def kernel_stderr():
 
 
 def run_tests(notebook, timeout=CHECK_TIMEOUT):
-    "Execute the notebook; return [(test name, points, passed, message)] for its test cells."
+    """Execute the notebook; return ([(test name, points, passed, message)] for its test cells, [(exercise, error)]
+    for the exercise cells that raised: a syntax error there shows in the tests only as a NameError)."""
     notebook = Path(notebook)
     nb = execute(notebook, package_root(notebook.parent), timeout)
-    results = []
+    results, broken = [], []
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if cell.cell_type == "code" and meta.get("solution") and errors:
+            name = str(meta.get("grade_id", "")).removeprefix("solution-")
+            broken.append((name, f"{errors[0].get('ename')}: {errors[0].get('evalue')}"))
         if cell.cell_type != "code" or not meta.get("grade"):
             continue
         code = [line for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]
@@ -87,4 +92,4 @@ def run_tests(notebook, timeout=CHECK_TIMEOUT):
             continue
         message = f"{errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else ""
         results.append((meta["grade_id"], meta.get("points", 0), not errors, message))
-    return results
+    return results, broken
