@@ -321,8 +321,11 @@ def test_a_scheduler_lost_mid_run_keeps_what_was_graded_and_the_next_run_grades_
         cluster.close()
     assert run.returncode == 1, stderr[-3000:]  # not every row graded, through no fault of the students
     rows = table(out)
-    lost = [r for r in rows if "connection to the Dask scheduler" in r["note"]]
-    assert lost and all(r["score"] == "" and "not graded" in r["note"] for r in lost), rows
+    # Every row is graded as locally or not graded with the grader's reason: most say the scheduler was lost; on a
+    # busy machine a task that was being sent as it died may end otherwise (a CI run under load saw one such row).
+    lost = [r for r in rows if r["score"] == ""]
+    assert all("not graded" in r["note"] for r in lost), lost
+    assert any("connection to the Dask scheduler" in r["note"] for r in lost), rows
     assert "connection to the Dask scheduler" in stderr
     graded = [r for r in rows if r not in lost]
     assert graded and all(r in table(root / "grades-local") for r in graded)
