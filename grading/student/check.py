@@ -79,17 +79,17 @@ def run_tests(notebook, timeout=CHECK_TIMEOUT):
     results, broken = [], []
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
+        if cell.cell_type != "code":
+            continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if cell.cell_type == "code" and meta.get("solution") and errors:
-            name = str(meta.get("grade_id", "")).removeprefix("solution-")
-            broken.append((name, f"{errors[0].get('ename')}: {errors[0].get('evalue')}"))
-        if cell.cell_type != "code" or not meta.get("grade"):
+        message = f"{errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else ""
+        if meta.get("solution") and errors:
+            broken.append((str(meta.get("grade_id", "")).removeprefix("solution-"), message))
+        if not meta.get("grade"):
             continue
         code = [line for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]
-        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if not code:
             results.append((meta["grade_id"], meta.get("points", 0), HIDDEN, "hidden tests: they run when graded"))
             continue
-        message = f"{errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else ""
         results.append((meta["grade_id"], meta.get("points", 0), not errors, message))
     return results, broken
