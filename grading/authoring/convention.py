@@ -17,6 +17,7 @@ import re
 
 from ..common.errors import GradingError
 from ..common.notebooks import (
+    DEFINITION,
     HIDDEN_BEGIN,
     HOURS_SPENT,
     SOLUTION_BEGIN,
@@ -34,7 +35,6 @@ ANSWER_START = re.compile(
 )  # what an author meant as an answer header, well formed or not
 HOURS_HEADER = re.compile(r"^#\s*hours spent\b", re.IGNORECASE)
 SOLUTION_PREFIX = "solution-"
-DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # top level only
 
 
 def _meta(grade_id, grade=False, solution=False, points=None):

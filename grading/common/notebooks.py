@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from .errors import GradingError
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # a top-level class or function
 
 
 def read_notebook(path):

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ..common.errors import GradingError
-from ..common.notebooks import REPO
+from ..common.notebooks import DEFINITION, REPO
 
 
 def export_package(root):
@@ -97,7 +97,6 @@ def first_syntax_error(root, notebooks):
 
 
 EXPORT = re.compile(r"^#\|\s*export\b", re.MULTILINE)
-DEFINITION = re.compile(r"^(?:class|def)\s+(\w+)", re.MULTILINE)
 DEFAULT_EXP = re.compile(r"^#\|\s*default_exp\s+(\S+)", re.MULTILINE)
 
 
