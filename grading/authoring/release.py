@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..common.errors import GradingError
 from ..common.notebooks import (
+    DEFINITION,
     HIDDEN_BEGIN,
     HIDDEN_END,
     REPO,
@@ -34,7 +35,7 @@ from ..common.notebooks import (
     write_notebook,
 )
 from ..student.export import copy_package_skeleton, export_package
-from .convention import DEFINITION, HOURS_SPENT, mismatches, model_answer
+from .convention import mismatches, model_answer
 from .course import Course
 from .manifest import KitState, compare, hashes, listing, read_manifest, write_manifest
 
@@ -92,13 +93,16 @@ def student_notebooks(notebooks, workdir):
     released = {}
     for stem, release_path in Course(workdir).add_assignments(notebooks).items():
         nb = read_notebook(release_path)
-        hours = [
-            c.source for c in read_notebook(notebooks[stem]).cells if nbgrader_meta(c).get("grade_id") == HOURS_SPENT
-        ]
+        # nbgrader stubs an editable code cell that has no solution region (the hours cell) whole: put it back
+        as_written = {
+            nbgrader_meta(c).get("grade_id"): c.source
+            for c in read_notebook(notebooks[stem]).cells
+            if c.cell_type == "code" and nbgrader_meta(c).get("solution") and SOLUTION_BEGIN not in c.source
+        }
         for cell in nb.cells:
             meta = nbgrader_meta(cell)
-            if meta.get("grade_id") == HOURS_SPENT and hours:
-                cell.source = hours[0]  # nbgrader stubs an editable cell that has no solution region: put it back
+            if meta.get("grade_id") in as_written:
+                cell.source = as_written[meta["grade_id"]]
             elif meta.get("solution"):
                 cell.source = explain_stubs(cell.source, stem)
         released[stem] = nb
