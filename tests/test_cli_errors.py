@@ -69,18 +69,26 @@ def test_bad_submissions_are_reported_in_the_table_and_on_the_console(tmp_path):
     assert "not the 03_gradcheck notebook" in notes["gina"]
 
 
+def tiny_kit(root, *sources):
+    "A kit in `root` (settings.ini reading notebooks from it, an empty tinytorch/) holding 04_tiny of these code cells."
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    (root / "04_tiny").mkdir()
+    nbformat.write(nb, root / "04_tiny" / "04_tiny.ipynb")
+    (root / "settings.ini").write_text(
+        (REPO / "settings.ini").read_text().replace("nbs_path = notebooks", "nbs_path = .")
+    )
+    (root / "tinytorch").mkdir()
+    return root / "04_tiny" / "04_tiny.ipynb"
+
+
 def test_export_names_the_notebook_cell_and_line_of_a_syntax_error(tmp_path):
     "nbdev's own message is 'SyntaxError: invalid syntax', nothing more; a student needs to know where to look."
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell("#| default_exp core.tiny"),
-        nbformat.v4.new_code_cell("#| export\nclass AddBackward:\n    def apply(self, g):\n        return (g,,)"),
-    ]
-    (tmp_path / "04_tiny").mkdir()
-    nbformat.write(nb, tmp_path / "04_tiny" / "04_tiny.ipynb")
-    settings = (REPO / "settings.ini").read_text().replace("nbs_path = notebooks", "nbs_path = .")
-    (tmp_path / "settings.ini").write_text(settings)
-    (tmp_path / "tinytorch").mkdir()
+    tiny_kit(
+        tmp_path,
+        "#| default_exp core.tiny",
+        "#| export\nclass AddBackward:\n    def apply(self, g):\n        return (g,,)",
+    )
     result = run_cli("export", cwd=tmp_path)
     assert result.returncode != 0
     assert (
@@ -92,18 +100,9 @@ def test_export_names_the_notebook_cell_and_line_of_a_syntax_error(tmp_path):
 def test_export_refuses_two_notebooks_that_export_the_same_module(tmp_path):
     """An executed copy saved in the kit (jupyter nbconvert --output out13.ipynb) exports the same module as the
     student's notebook; nbdev took whichever it read last, so a fresh reader's later edits silently did not count."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell("#| default_exp core.tiny"),
-        nbformat.v4.new_code_cell("#| export\ndef f():\n    return 1"),
-    ]
-    (tmp_path / "04_tiny").mkdir()
-    nbformat.write(nb, tmp_path / "04_tiny" / "04_tiny.ipynb")
-    nbformat.write(nb, tmp_path / "out04.ipynb")
-    nbformat.write(nb, tmp_path / "04_tiny" / "_scratch.ipynb")  # a name starting with _: nbdev skips it
-    settings = (REPO / "settings.ini").read_text().replace("nbs_path = notebooks", "nbs_path = .")
-    (tmp_path / "settings.ini").write_text(settings)
-    (tmp_path / "tinytorch").mkdir()
+    path = tiny_kit(tmp_path, "#| default_exp core.tiny", "#| export\ndef f():\n    return 1")
+    shutil.copyfile(path, tmp_path / "out04.ipynb")
+    shutil.copyfile(path, tmp_path / "04_tiny" / "_scratch.ipynb")  # a name starting with _: nbdev skips it
     result = run_cli("export", cwd=tmp_path)
     assert result.returncode != 0 and not (tmp_path / "tinytorch" / "core").exists()
     assert "04_tiny/04_tiny.ipynb and out04.ipynb both export tinytorch's module core.tiny" in result.stderr, (
@@ -119,16 +118,12 @@ def test_check_names_an_exercise_cell_that_did_not_run(tmp_path):
     "A syntax error in an exercise shows in its tests only as a NameError; check names the cell and the error first."
     from grading.authoring.convention import apply_convention
 
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_code_cell("def double(x):\n    ### BEGIN SOLUTION\n    return [2 * x\n    ### END SOLUTION"),
-        nbformat.v4.new_code_cell("# test: doubles (1 point)\nassert double(2) == 4"),
-    ]
-    (tmp_path / "04_tiny").mkdir()
-    path = tmp_path / "04_tiny" / "04_tiny.ipynb"
-    nbformat.write(nb, path)
+    path = tiny_kit(
+        tmp_path,
+        "def double(x):\n    ### BEGIN SOLUTION\n    return [2 * x\n    ### END SOLUTION",
+        "# test: doubles (1 point)\nassert double(2) == 4",
+    )
     apply_convention(path)
-    (tmp_path / "settings.ini").write_text((REPO / "settings.ini").read_text().replace("= notebooks", "= ."))
     result = run_cli("check", path, cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
