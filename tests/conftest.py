@@ -1,12 +1,24 @@
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("TINYTORCH_QUIET", "1")
+# The courses the grader makes from the notebooks are kept for this test session, not in the user's ~/.cache
+# (grading/authoring/course.py: made_course); tests of that cache set their own.
+SESSION_CACHE = None
+if "TINYTORCH_GRADING_CACHE" not in os.environ:
+    SESSION_CACHE = os.environ["TINYTORCH_GRADING_CACHE"] = tempfile.mkdtemp(prefix="tinytorch-grading-cache-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if SESSION_CACHE:
+        shutil.rmtree(SESSION_CACHE, ignore_errors=True)
 
 
 def run_cli(*args, cwd=REPO):

@@ -1,12 +1,18 @@
 """A thin layer over nbgrader's Python API: one course folder, the calls we need, and their failures as errors."""
 
 import contextlib
+import hashlib
 import io
 import logging
+import os
 import shutil
+import stat
 import sys
+import tempfile
 import threading
+import time
 import warnings
+from importlib import metadata
 from pathlib import Path
 
 from traitlets.config import Config
@@ -104,3 +110,97 @@ class Course:
         for stem, path in notebooks.items():
             self.add_source(stem, path)
         return {stem: self.generate(stem) for stem in notebooks}
+
+
+# -- Made courses, kept between runs ---------------------------------------------------------------------------------
+
+CACHE_VARIABLE = "TINYTORCH_GRADING_CACHE"  # where made courses are kept; set to "" to keep none
+COMPLETE = ".complete"  # written last into a kept course: one without it was being made, or was cut short
+KEPT_COURSES = 8  # the newest kept; older ones are removed when a new one is made
+COURSE_FORMAT = "1"  # bump when a made course's layout changes
+
+
+def cache_root():
+    "Where made courses are kept: $TINYTORCH_GRADING_CACHE, else $XDG_CACHE_HOME or ~/.cache; None when turned off."
+    value = os.environ.get(CACHE_VARIABLE)
+    if value is not None:
+        return Path(value) if value else None
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tinytorch-grading"
+
+
+def course_key(notebooks):
+    "What a made course depends on: each notebook's name and bytes, and nbgrader's version."
+    key = hashlib.sha256(f"{COURSE_FORMAT}\0{metadata.version('nbgrader')}".encode())  # without importing it
+    for stem in sorted(notebooks):
+        key.update(b"\0" + stem.encode() + b"\0" + hashlib.sha256(Path(notebooks[stem]).read_bytes()).digest())
+    return key.hexdigest()[:32]
+
+
+def private_folder(path):
+    """`path`, made if missing, if it is a folder of this user's that nobody else may write to; else None. Another
+    user who could write there could leave a course of their own making for the grader to use."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = path.lstat()
+    except OSError:
+        return None
+    mine = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+    return path if mine and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) else None
+
+
+def made_course(notebooks, root):
+    """The nbgrader course at `root` with each notebook of {stem: path} as an assignment and its student version made
+    by generate_assignment; return {stem: release path}. generate_assignment takes about a third of a second per
+    notebook, and every new grading folder and every release needs all of them: so a course made once is kept (see
+    cache_root) and copied while its notebooks and nbgrader are unchanged. Without a usable cache folder it is made
+    in `root` each time."""
+    cache = cache_root()
+    cache = private_folder(cache) if cache is not None else None
+    kept = _kept_course(notebooks, cache) if cache is not None else None
+    if kept is None:
+        return Course(root).add_assignments(notebooks)
+    try:
+        shutil.copytree(kept, root, ignore=shutil.ignore_patterns(COMPLETE), dirs_exist_ok=True)
+    except OSError:  # removed by another run's clean-up meanwhile, or a full disk: make it here
+        shutil.rmtree(root, ignore_errors=True)
+        return Course(root).add_assignments(notebooks)
+    return {stem: root / "release" / stem / f"{stem}.ipynb" for stem in notebooks}
+
+
+def _kept_course(notebooks, cache):
+    "The kept course of these notebooks, made now if there is none; None if it cannot be kept."
+    entry = cache / course_key(notebooks)
+    if (entry / COMPLETE).exists():
+        os.utime(entry / COMPLETE)  # recently used: kept longest
+        return entry
+    try:
+        making = Path(tempfile.mkdtemp(prefix=".making-", dir=cache))
+    except OSError:
+        return None
+    try:
+        Course(making).add_assignments(notebooks)  # nbgrader's refusal is raised as it would be without the cache
+        (making / COMPLETE).touch()
+        if entry.exists() and not (entry / COMPLETE).exists():
+            shutil.rmtree(entry, ignore_errors=True)  # being removed by a clean-up, or damaged: replaced
+        making.rename(entry)  # whole or not at all; a run that made the same course first keeps its own
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(making, ignore_errors=True)
+    _remove_old(cache)
+    return entry if (entry / COMPLETE).exists() else None
+
+
+def _remove_old(cache):
+    "Keep the KEPT_COURSES most recently used courses; remove what a killed run left half made (an hour old)."
+    used = {}
+    for marker in cache.glob(f"*/{COMPLETE}"):
+        with contextlib.suppress(OSError):  # another run's clean-up may remove it meanwhile
+            used[marker] = marker.stat().st_mtime
+    for marker in sorted(used, key=used.get, reverse=True)[KEPT_COURSES:]:
+        marker.unlink(missing_ok=True)  # first, so that no run takes it while it is being removed
+        shutil.rmtree(marker.parent, ignore_errors=True)
+    for making in cache.glob(".making-*"):
+        with contextlib.suppress(OSError):
+            if time.time() - making.stat().st_mtime > 3600:
+                shutil.rmtree(making, ignore_errors=True)

@@ -36,7 +36,7 @@ from ..common.notebooks import (
 )
 from ..student.export import copy_package_skeleton, export_package
 from .convention import mismatches, model_answer
-from .course import Course
+from .course import made_course
 from .manifest import KitState, compare, hashes, listing, read_manifest, write_manifest
 
 KIT_MARKER = ".tinytorch-kit"
@@ -91,7 +91,7 @@ def check_sources(notebooks):
 def student_notebooks(notebooks, workdir):
     "Generate the student version of every notebook with nbgrader; return {stem: notebook}."
     released = {}
-    for stem, release_path in Course(workdir).add_assignments(notebooks).items():
+    for stem, release_path in made_course(notebooks, workdir).items():
         nb = read_notebook(release_path)
         # nbgrader stubs an editable code cell that has no solution region (the hours cell) whole: put it back
         as_written = {

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..authoring.convention import manual_answers
-from ..authoring.course import Course
+from ..authoring.course import made_course
 from ..authoring.release import check_sources, kit_settings
 from ..common import csvsafe
 from ..common.answers import solved
@@ -179,8 +179,7 @@ def prepare(notebooks, state):
         return
     if state.exists():
         shutil.rmtree(state)
-    course = Course(state / "master")
-    course.add_assignments(notebooks)
+    made_course(notebooks, state / "master")
     export_notebooks(notebooks, state / "reference")
     # What a student's code may see of the other notebooks: the released modules (every answer a stub); a job puts
     # the reference modules of the notebooks before its own on top (grading.grade.job.build_package).

@@ -26,9 +26,7 @@ import threading
 import traceback
 from pathlib import Path
 
-SERVE = (
-    "import sys; sys.modules.setdefault('rfc3987_syntax', None); from grading.grade.forkserver import serve; serve()"
-)
+SERVE = "from grading.grade.forkserver import serve; serve()"
 # What every job imports, imported once here (the job's own imports are then found in sys.modules).
 PRELOAD = (
     "numpy",

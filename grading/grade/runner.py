@@ -21,10 +21,8 @@ from .clock import Budget
 from .forkserver import ForkServer, ForkServerGone, kill_group
 from .job import FAULT, limit_memory
 
-# A job is `python -m grading.grade.job SPEC`, but for one module: jsonschema (under nbformat) imports rfc3987_syntax where
-# it is installed, which compiles about 35 Lark grammars at import (about 3 s of each job's 8 s here; jsonschema issue
-# 1428). No notebook schema uses the formats it checks (iri, iri-reference): the job's Python goes without it.
-JOB = "import sys; sys.modules.setdefault('rfc3987_syntax', None); from grading.grade.job import main; sys.exit(main())"
+# A job is `python -m grading.grade.job SPEC` (grading/__init__.py leaves out a module that takes a second to import).
+JOB = "import sys; from grading.grade.job import main; sys.exit(main())"
 JOB_ENV = {
     **ONE_BLAS_THREAD,  # a job per core, no more
     "MPLBACKEND": "Agg",  # the instructor's figures are drawn in the job, for the page (grading.grade.outputs)

@@ -62,6 +62,22 @@ def marking_notebook(released, submitted):
     return nb
 
 
+def seed(root, master, notebooks, stamps_path):
+    """Start a new marking course from the master course (grading.grade.autograde.prepare), whose gradebook
+    generate_assignment made from these same notebooks, less the assignments without written answers: a new grading
+    folder does not make every assignment a second time."""
+    if stamps_path.exists() or (root / "gradebook.db").exists() or not (master / "gradebook.db").exists():
+        return
+    shutil.copyfile(master / "gradebook.db", root / "gradebook.db")
+    with gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for name in [a.name for a in gb.assignments if a.name not in notebooks]:
+            gb.remove_assignment(name)
+    course = Course(root, print_logs=False)
+    for stem, path in notebooks.items():
+        course.add_source(stem, path)
+    write_atomic(stamps_path, json.dumps({stem: file_fingerprint(p) for stem, p in notebooks.items()}, indent=1))
+
+
 def prepare_assignments(root, notebooks, stamps_path, log):
     "Add (or update) the assignments whose instructor notebook changed; return those that could be added."
     stamps = json.loads(stamps_path.read_text()) if stamps_path.exists() else {}
@@ -201,6 +217,7 @@ def update(out, state, notebooks, instructor, found, results, log=None):
     root = Path(out) / "marking"
     root.mkdir(exist_ok=True)
     (root / "nbgrader_config.py").write_text(CONFIG)
+    seed(root, Path(state) / "master", with_answers, root / ".assignments.json")
     ready = prepare_assignments(root, with_answers, root / ".assignments.json", log)
     shutil.rmtree(root / "release", ignore_errors=True)  # the student version is in the kit
     kept, restored = read_kept(root), False

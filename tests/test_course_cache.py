@@ -1,0 +1,156 @@
+"""The courses the grader makes with nbgrader (generate_assignment of every notebook: a third of a second each) are kept
+between runs and copied, while the notebooks and nbgrader are unchanged (grading/authoring/course.py: made_course).
+A kept course is used only if it is whole and in a folder nobody else can write to; otherwise the course is made as
+before, and nbgrader's refusals are the same with or without the cache."""
+
+import json
+import os
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import REPO
+from grading.authoring import course
+from grading.authoring.course import COMPLETE, Course, gradebook, made_course
+from grading.common.errors import GradingError
+from grading.reports import marking
+
+NOTEBOOKS = {stem: REPO / "notebooks" / f"{stem}.ipynb" for stem in ("01_tensor", "02b_diagnosis")}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(course.CACHE_VARIABLE, str(folder))
+    return folder
+
+
+def count_generations(monkeypatch):
+    "A list that gets one entry per assignment nbgrader generates from now on."
+    calls, generate = [], Course.generate
+
+    def counted(self, assignment):
+        calls.append(assignment)
+        return generate(self, assignment)
+
+    monkeypatch.setattr(Course, "generate", counted)
+    return calls
+
+
+def assignments(root):
+    with gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        return sorted(a.name for a in gb.assignments)
+
+
+def test_a_second_course_of_the_same_notebooks_is_copied_not_generated(cache, tmp_path, monkeypatch):
+    generated = count_generations(monkeypatch)
+    first = made_course(NOTEBOOKS, tmp_path / "first")
+    assert sorted(generated) == sorted(NOTEBOOKS)
+    second = made_course(NOTEBOOKS, tmp_path / "second")
+    assert len(generated) == len(NOTEBOOKS)  # nothing generated the second time
+    for stem in NOTEBOOKS:
+        assert second[stem].read_bytes() == first[stem].read_bytes()
+        assert (tmp_path / "second" / "source" / stem / f"{stem}.ipynb").read_bytes() == NOTEBOOKS[stem].read_bytes()
+    assert assignments(tmp_path / "second") == sorted(NOTEBOOKS)
+    assert not (tmp_path / "second" / COMPLETE).exists()
+    assert [p.name for p in cache.iterdir()] == [course.course_key(NOTEBOOKS)]
+    assert cache.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_changed_notebook_is_generated_again(cache, tmp_path, monkeypatch):
+    generated = count_generations(monkeypatch)
+    made_course(NOTEBOOKS, tmp_path / "first")
+    changed = tmp_path / "01_tensor.ipynb"
+    nb = json.loads(NOTEBOOKS["01_tensor"].read_text())
+    nb["cells"][0]["source"] = "# A changed title\n"
+    changed.write_text(json.dumps(nb))
+    release = made_course({**NOTEBOOKS, "01_tensor": changed}, tmp_path / "second")
+    assert len(generated) == 2 * len(NOTEBOOKS)
+    assert "# A changed title" in release["01_tensor"].read_text()
+    assert len(list(cache.iterdir())) == 2
+
+
+def test_a_course_left_half_made_is_not_used(cache, tmp_path, monkeypatch):
+    made_course(NOTEBOOKS, tmp_path / "first")
+    entry = cache / course.course_key(NOTEBOOKS)
+    (entry / COMPLETE).unlink()  # as a run killed between copying and marking it complete would leave it
+    (entry / "release" / "01_tensor" / "01_tensor.ipynb").write_text("cut short")
+    generated = count_generations(monkeypatch)
+    release = made_course(NOTEBOOKS, tmp_path / "second")
+    assert sorted(generated) == sorted(NOTEBOOKS)
+    assert json.loads(release["01_tensor"].read_text())["cells"]
+
+
+@pytest.mark.parametrize("how", ["group-writable", "another user's"])
+def test_a_cache_folder_others_could_write_to_is_not_used(cache, tmp_path, monkeypatch, how):
+    cache.mkdir()
+    if how == "group-writable":
+        cache.chmod(0o770)
+    else:
+        monkeypatch.setattr(os, "getuid", lambda: cache.stat().st_uid + 1)
+    generated = count_generations(monkeypatch)
+    made_course(NOTEBOOKS, tmp_path / "first")
+    made_course(NOTEBOOKS, tmp_path / "second")
+    assert len(generated) == 2 * len(NOTEBOOKS)
+    assert list(cache.iterdir()) == []
+    assert assignments(tmp_path / "second") == sorted(NOTEBOOKS)
+
+
+def test_an_empty_setting_turns_the_cache_off(tmp_path, monkeypatch):
+    monkeypatch.setenv(course.CACHE_VARIABLE, "")
+    generated = count_generations(monkeypatch)
+    made_course(NOTEBOOKS, tmp_path / "first")
+    made_course(NOTEBOOKS, tmp_path / "second")
+    assert len(generated) == 2 * len(NOTEBOOKS)
+
+
+def test_nbgraders_refusal_is_raised_and_nothing_is_kept(cache, tmp_path):
+    broken = tmp_path / "broken.ipynb"
+    nb = json.loads(NOTEBOOKS["01_tensor"].read_text())
+    graded = [c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")]
+    graded[1]["metadata"]["nbgrader"]["grade_id"] = graded[0]["metadata"]["nbgrader"]["grade_id"]  # a duplicate id
+    broken.write_text(json.dumps(nb))
+    with pytest.raises(GradingError, match="nbgrader could not make the student version of broken"):
+        made_course({"broken": broken}, tmp_path / "course")
+    assert [p.name for p in cache.iterdir()] == []
+
+
+def test_only_the_most_recently_used_courses_are_kept(cache, tmp_path, monkeypatch):
+    monkeypatch.setattr(course, "KEPT_COURSES", 2)
+    one = {"01_tensor": NOTEBOOKS["01_tensor"]}
+    made_course(one, tmp_path / "a")
+    made_course({"02b_diagnosis": NOTEBOOKS["02b_diagnosis"]}, tmp_path / "b")
+    os.utime(cache / course.course_key(one) / COMPLETE, (1, 1))  # long unused
+    made_course(NOTEBOOKS, tmp_path / "c")
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        course.course_key(n) for n in ({"02b_diagnosis": NOTEBOOKS["02b_diagnosis"]}, NOTEBOOKS)
+    )
+
+
+def test_a_new_marking_course_starts_from_the_master_course_without_generating(cache, tmp_path, monkeypatch):
+    made_course(NOTEBOOKS, tmp_path / "master")
+    generated = count_generations(monkeypatch)
+    with_answers = {"01_tensor": NOTEBOOKS["01_tensor"]}  # 02b_diagnosis has no written answer
+    root = tmp_path / "marking"
+    root.mkdir()
+    marking.seed(root, tmp_path / "master", with_answers, root / ".assignments.json")
+    assert marking.prepare_assignments(root, with_answers, root / ".assignments.json", print) == ["01_tensor"]
+    assert generated == []
+    assert assignments(root) == ["01_tensor"]
+    # the same cells as a marking course generated from scratch would have
+    scratch = tmp_path / "scratch"
+    Course(scratch).add_assignments(with_answers)
+    query = "SELECT name, type FROM base_cell ORDER BY type, name"
+    seeded, generated_here = (sqlite3.connect(r / "gradebook.db").execute(query).fetchall() for r in (root, scratch))
+    assert seeded == generated_here and ("understand_keepdims", "GradeCell") in seeded
+
+
+def test_a_marking_course_in_use_is_not_seeded_again(cache, tmp_path):
+    made_course(NOTEBOOKS, tmp_path / "master")
+    root = tmp_path / "marking"
+    shutil.copytree(tmp_path / "master", root)
+    (root / ".assignments.json").write_text("{}")
+    before = (root / "gradebook.db").read_bytes()
+    marking.seed(root, tmp_path / "master", {"01_tensor": NOTEBOOKS["01_tensor"]}, root / ".assignments.json")
+    assert (root / "gradebook.db").read_bytes() == before
