@@ -1,8 +1,9 @@
 """Mutation testing: for every backward rule, wrong versions of the solution must lose points in that rule's tests.
 
 Each mutant is the solved notebook with one edit, submitted as its own student. The correct alternative styles of a
-notebook go in together, as one student who wrote each exercise their own way. Everything is graded with five fixed
-course secrets (SECRETS), one autograde run each: each mutant under one of them, each group of alternatives under all.
+notebook go in together, as one student who wrote each exercise their own way, handed in by five students. Everything
+is graded in one autograde run with a fixed course secret: each student has a variant of the hidden tests of their own
+(grading/grade/variant.py), so each mutant meets one variant and each group of alternatives five.
 """
 
 import functools
@@ -922,7 +923,7 @@ NUMERICAL_RULES += [
 MUTANTS += NUMERICAL_RULES
 
 # Rules whose first derivative is right but whose gradient is a constant, made from arrays: notebook 14 cannot
-# differentiate through them. Appended last, so that the mutants above keep their course secrets.
+# differentiate through them. Appended last, so that the mutants above keep their numbers, and so their students' variants.
 CUT_GRAPH = [
     (
         "13_embedding",
@@ -1324,10 +1325,11 @@ def is_rules_test(name, rule):
     return name in (rule, rule + "_hidden") or (name.startswith(rule + "_") and name.endswith("_hidden"))
 
 
-# Five fixed course secrets, so five sets of hidden-test variants, the same in every run of this suite. Mutant k is
-# graded under secret k % 5; every group of alternatives under all five (a correct solution must hold for every
-# student's variant).
-SECRETS = [f"mutation-suite-secret-{k}-0123456789" for k in range(5)]
+# A fixed course secret: the same variants of the hidden tests in every run of this suite. A variant is drawn from the
+# secret and the student's name, so mutant k (student mutantk) meets one of its own, and every group of alternatives is
+# handed in by VARIANTS students (a correct solution must hold for every student's variant).
+SECRET = "mutation-suite-secret-0-0123456789"
+VARIANTS = 5
 
 
 @functools.cache
@@ -1375,43 +1377,36 @@ def mutate(*edits):
 
 
 def submissions(mutants, groups):
-    "(secret number, student, notebook, edits): each mutant under one secret, each group of alternatives under all."
+    "(student, notebook, edits): each mutant as one student, each group of alternatives as VARIANTS students."
     for number, (notebook, _, _, old, new) in mutants:
-        yield number % len(SECRETS), f"mutant{number:03d}", notebook, [(old, new)]
+        yield f"mutant{number:03d}", notebook, [(old, new)]
     for k, (notebook, numbers) in enumerate(groups):
-        for secret in range(len(SECRETS)):
-            yield secret, f"correct{k:02d}", notebook, [ALTERNATIVES[n][2:] for n in numbers]
+        for variant in range(VARIANTS):
+            yield f"correct{k:02d}v{variant}", notebook, [ALTERNATIVES[n][2:] for n in numbers]
 
 
 def grade(kit, root, mutants, groups):
-    """Autograde the submissions, one run per secret; {(secret number, student): the student's gradebook entry}.
+    """Autograde the submissions in one run; {student: the student's gradebook entry}.
     `mutants` is [(number, mutant)], `groups` alternative_groups() (a scratch run may pass fewer of either)."""
-    for secret, student, notebook, edits in submissions(mutants, groups):
+    for student, notebook, edits in submissions(mutants, groups):
         for old, _ in edits:
             exercise_of(notebook, old)
         source = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb")
         nb = solved(read_notebook(kit / notebook / f"{notebook}.ipynb"), source, edit=mutate(*edits))
-        write_notebook(nb, root / f"secret{secret}" / "submissions" / student / notebook / f"{notebook}.ipynb")
-    graded = {}
-    for secret, text in enumerate(SECRETS):
-        folder = root / f"secret{secret}"
-        if not folder.exists():
-            continue
-        (folder / "secret").write_text(text + "\n")
-        result = run_cli(
-            "autograde",
-            folder / "submissions",
-            "--out",
-            folder / "grades",
-            "--secret-file",
-            folder / "secret",
-            "--feedback",
-            "none",  # the messages are in the gradebook; no pages, a third less time
-        )
-        assert result.returncode == 0, result.stderr
-        for student, entry in json.loads((folder / "grades" / "gradebook.json").read_text()).items():
-            graded[secret, student] = entry
-    return graded
+        write_notebook(nb, root / "submissions" / student / notebook / f"{notebook}.ipynb")
+    (root / "secret").write_text(SECRET + "\n")
+    result = run_cli(
+        "autograde",
+        root / "submissions",
+        "--out",
+        root / "grades",
+        "--secret-file",
+        root / "secret",
+        "--feedback",
+        "none",  # the messages are in the gradebook; no pages, a third less time
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads((root / "grades" / "gradebook.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -1422,7 +1417,7 @@ def graded_mutants(kit, tmp_path_factory):
 def mutant_tests(graded, number):
     "The tests of mutant `number`'s notebook, as graded."
     notebook = MUTANTS[number][0]
-    return graded[number % len(SECRETS), f"mutant{number:03d}"][notebook]["tests"]
+    return graded[f"mutant{number:03d}"][notebook]["tests"]
 
 
 def test_every_mutant_loses_points_in_its_rules_tests(graded_mutants, capsys):
@@ -1437,9 +1432,9 @@ def test_every_mutant_loses_points_in_its_rules_tests(graded_mutants, capsys):
         if lost > 0:
             total[0] += 1
         else:
-            survivors.append(f"{notebook} {rule}: {what} (secret {number % len(SECRETS)})")
+            survivors.append(f"{notebook} {rule}: {what} (student mutant{number:03d})")
     with capsys.disabled():
-        print(f"\nmutation score (caught / total), over {len(SECRETS)} course secrets:")
+        print("\nmutation score (caught / total), each mutant under a variant of the hidden tests of its own:")
         for notebook, (hit, total) in sorted(caught.items()):
             print(f"  {notebook:<26} {hit}/{total}  {100 * hit / total:.0f}%")
     assert not survivors, f"mutants not caught: {survivors}"
@@ -1478,12 +1473,12 @@ def test_numerical_rules_are_told_why_they_lost_their_points(graded_mutants):
 def test_correct_alternative_solutions_earn_full_marks(graded_mutants):
     short = {}
     for k, (notebook, numbers) in enumerate(alternative_groups()):
-        for secret in range(len(SECRETS)):
-            tests = graded_mutants[secret, f"correct{k:02d}"][notebook]["tests"]
+        for variant in range(VARIANTS):
+            tests = graded_mutants[f"correct{k:02d}v{variant}"][notebook]["tests"]
             lost = {name: (t["score"], t["max_score"]) for name, t in tests.items() if t["score"] < t["max_score"]}
             if lost:
                 whats = "; ".join(ALTERNATIVES[n][1] for n in numbers)
-                short[f"{notebook} under secret {secret} ({whats})"] = lost
+                short[f"{notebook} as student correct{k:02d}v{variant} ({whats})"] = lost
     assert not short, f"correct solutions that lost points: {short}"
 
 
