@@ -136,6 +136,12 @@ return float(np.sqrt(variance))"""
 FANS_SWAPPED = """variance = 2 / fan_out if scheme == "he" else 2 / (fan_in + fan_out)
 return float(np.sqrt(3 * variance))"""
 
+XAVIER_FORWARD_ONLY = """variance = 2 / fan_in if scheme == "he" else 1 / fan_in
+return float(np.sqrt(3 * variance))"""
+
+XAVIER_BACKWARD_ONLY = """variance = 2 / fan_in if scheme == "he" else 1 / fan_out
+return float(np.sqrt(3 * variance))"""
+
 
 def visible_message(cell_id, solution, test_cell):
     "The message of notebook 09's visible test `test_cell` for `solution` as the student's part of `cell_id`."
@@ -151,8 +157,17 @@ def visible_message(cell_id, solution, test_cell):
         ("c09-005", NO_LIST_BRANCH, "c09-013", "search lists and tuples", "its own parameters()"),
         ("c09-init", STANDARD_DEVIATION, "c09-init-test", "the standard deviation", "variance the condition"),
         ("c09-init", FANS_SWAPPED, "c09-init-test", "fan_in and fan_out swapped", "standard deviation"),
+        ("c09-init", XAVIER_FORWARD_ONLY, "c09-init-test", "forward pass's scale alone", "backward"),
+        ("c09-init", XAVIER_BACKWARD_ONLY, "c09-init-test", "backward pass's scale alone", "forward"),
     ],
-    ids=["no Module branch", "lists not searched", "init_bound returns the std", "init_bound swaps the fans"],
+    ids=[
+        "no Module branch",
+        "lists not searched",
+        "init_bound returns the std",
+        "init_bound swaps the fans",
+        "xavier from the forward pass alone",
+        "xavier from the backward pass alone",
+    ],
 )
 def test_a_visible_test_of_notebook_09_names_the_mistake_a_wrong_answer_identifies(
     cell_id, solution, test_cell, cause, not_cause
