@@ -2,6 +2,7 @@
 before it (issue 24): a wrong `Conv2dBackward` fails `cnn_digits` with its own error, not with `NameError: history`."""
 
 import numpy as np
+import pytest
 from test_notebook_errors import cell_source, notebook_text, with_solution
 
 from conftest import REPO
@@ -96,14 +97,15 @@ def test_the_released_conv_docstring_states_no_gradient_formula():
     assert "@" not in doc and "col2im" not in doc and "Σ" not in doc
 
 
-def run_until(stop_grade_id, solution):
+def run_until(stop_grade_id, solution, solution_cell="c12-007"):
     """Run notebook 12's code cells in order in one namespace, as nbgrader does (a failing cell does not stop the
-    run), with `solution` as Conv2dBackward's; return the exception raised by the cell graded `stop_grade_id`."""
+    run), with `solution` as the answer of `solution_cell` (Conv2dBackward's by default); return the exception raised
+    by the cell graded `stop_grade_id`."""
     namespace = {"__name__": "__main__"}
     for cell in read_notebook(REPO / "notebooks" / "12_conv.ipynb").cells:
         if cell.cell_type != "code":
             continue
-        source = with_solution(cell.source, solution) if cell.get("id") == "c12-007" else cell.source
+        source = with_solution(cell.source, solution) if cell.get("id") == solution_cell else cell.source
         try:
             exec(compile(source, cell.get("id"), "exec"), namespace)
         except Exception as error:  # noqa: BLE001  (a failing cell, as in a student's run)
@@ -131,6 +133,46 @@ def test_a_conv_rule_giving_the_wrong_shape_fails_cnn_digits_with_its_own_error_
     )
     error = run_until("cnn_digits", unshaped)
     assert error is not None and not isinstance(error, NameError), repr(error)
+
+
+POOL_START = (
+    "(x,) = self.saved_tensors\n"
+    "grad_windows = np.zeros(self.argmax.shape + (self.k * self.k,), dtype=grad_output.dtype)\n"
+)
+POOL_MISTAKES = {
+    "the stride not passed on": (
+        POOL_START
+        + "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)\n"
+        + "return (Tensor(unwindow(grad_windows, x.shape, self.k)),)",
+        "Pass the kernel size and stride the forward pass used",
+    ),
+    "g to every tied maximum": (
+        "(x,) = self.saved_tensors\n"
+        "windows = window(x.data, self.k, self.stride)\n"
+        "top = windows == windows.max(axis=-1, keepdims=True)\n"
+        "return (Tensor(unwindow(top * grad_output.data[..., None], x.shape, self.k, self.stride)),)",
+        "of tied maxima only the first gets g",
+    ),
+    "a buffered += at repeated positions": (
+        "(x,) = self.saved_tensors\n"
+        "n, c, oh, ow = self.argmax.shape\n"
+        "s, k = self.stride, self.k\n"
+        "rows = np.arange(oh)[:, None] * s + self.argmax // k\n"
+        "cols = np.arange(ow)[None, :] * s + self.argmax % k\n"
+        "grad_x = np.zeros(x.shape)\n"
+        "ni, ci = np.arange(n)[:, None, None, None], np.arange(c)[None, :, None, None]\n"
+        "grad_x[ni, ci, rows, cols] += grad_output.data\n"
+        "return (Tensor(grad_x),)",
+        "a write (or += at a repeated position) keeps only one",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", POOL_MISTAKES)
+def test_the_visible_max_pooling_test_names_the_likely_cause_of_a_wrong_rule(mistake):
+    solution, cause = POOL_MISTAKES[mistake]
+    error = run_until("maxpool2d_backward", solution, solution_cell="c12-011")
+    assert error is not None and cause in str(error), repr(error)
 
 
 def test_notebook_12_has_three_questions_a_measuring_question_and_a_summary():

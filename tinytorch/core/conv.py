@@ -127,6 +127,11 @@ def unwindow(grad_windows, x_shape, k, stride=None):
     "The backward of window(): each window's k·k gradients added onto the pixels it covers (overlaps add up)."
     s = stride or k
     out_h, out_w = grad_windows.shape[2:4]
+    if (out_h - 1) * s + k > x_shape[2] or (out_w - 1) * s + k > x_shape[3]:
+        raise ValueError(
+            f"unwindow: {out_h}×{out_w} windows of {k}×{k}, one every {s} pixels, do not fit on an image of "
+            f"{x_shape[2]}×{x_shape[3]}. Pass the kernel size and stride the forward pass used to make the windows."
+        )
     grad_x = np.zeros(x_shape, dtype=grad_windows.dtype)
     for i in range(k):
         for j in range(k):
