@@ -79,3 +79,24 @@ def test_the_measurement_prints_the_rows_and_bytes_of_the_texts_table():
     text = cell("c13-018")
     for vocab, touched, dense, sparse in [("1,000", 237, "0.26", "62.6"), ("100,000", 391, "25.6", "103.2")]:
         assert re.search(rf"\| {vocab} \| {touched} \| {dense} MB \| {sparse} kB \|", text), vocab
+
+
+class CutGraphBackward(M.EmbeddingBackward):
+    "The right gradient, made from arrays: a constant that notebook 14 cannot differentiate again."
+
+    def apply(self, grad_output):
+        (weight,) = self.saved_tensors
+        out = np.zeros(weight.shape)
+        np.add.at(out, self.ids, grad_output.data)
+        return (Tensor(out),)
+
+
+@pytest.mark.parametrize("rule, noted", [(M.EmbeddingBackward, False), (CutGraphBackward, True)])
+def test_the_visible_test_keeps_a_constant_gradients_points_and_says_what_the_hidden_test_checks(rule, noted):
+    enable_autograd()
+    namespace = {**vars(M), "EmbeddingBackward": rule}
+    namespace["embedding"] = lambda weight, ids: M.attach(Tensor(weight.data[ids]), rule, weight, ids=ids)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(cell("c13-007"), namespace)  # passes: the values are right
+    assert ("a hidden test checks that (1 point)" in printed.getvalue()) == noted, printed.getvalue()
