@@ -935,6 +935,18 @@ CUT_GRAPH = [
 ]
 MUTANTS += CUT_GRAPH
 
+# Appended after the lists above for the same reason.
+LATER = [
+    (
+        "10_optimizers",
+        "sgd",
+        "learning rate inside the velocity (v = μv + ηg): right while η is fixed, not after a change of lr",
+        "velocity += grad\n            grad = velocity\n",
+        "velocity += self.lr * grad\n            p.data -= velocity\n            return\n",
+    ),
+]
+MUTANTS += LATER
+
 # Correct solutions written differently from the reference: each must earn every point of its notebook.
 ALTERNATIVES = [
     (
