@@ -1,7 +1,7 @@
 """Benchmarks: tinytorch against the code people would write instead, measured side by side in one run.
 
     python benchmarks/run.py              # everything (about 2 minutes on 2 cores)
-    python benchmarks/run.py mlp ops      # only some: mlp, ops, conv, memory, grading
+    python benchmarks/run.py mlp ops      # only some: mlp, ops, conv, memory, grading, folder
 
 Each comparison runs its contenders in alternation, several rounds, and reports the median time of each, so that a
 noisy neighbour slows all of them alike. Ratios are tinytorch's time divided by the other's. PyTorch (CPU) columns
@@ -411,6 +411,47 @@ def bench_grading(rows):
     )
 
 
+def bench_new_folder(rows, rounds=3):
+    """One notebook graded into a new folder, as an instructor grading a late submission does: the CLI with the made
+    course kept (grading/authoring/course.py, made_course) against the same with none kept, in alternation."""
+    import subprocess
+    import tempfile
+
+    from grading.authoring.course import CACHE_VARIABLE
+    from grading.authoring.release import release
+    from grading.examples.demo import make_submissions
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        release(tmp / "kit")
+        make_submissions(tmp / "kit", tmp / "demo")
+        one = tmp / "class" / "alice" / "04_elementwise"
+        shutil.copytree(tmp / "demo" / "alice" / "04_elementwise", one)
+        settings = {"course made": "", "course kept": str(tmp / "cache")}
+        times = {name: [] for name in settings}
+        for k in range(rounds + 1):  # the first round fills the cache and is not counted
+            for name, cache in settings.items():
+                command = [sys.executable, "-m", "grading", "autograde", str(tmp / "class"), "--workers", "1"]
+                start = time.perf_counter()
+                subprocess.run(
+                    [*command, "--out", str(tmp / f"{name}-{k}")],
+                    env={**os.environ, CACHE_VARIABLE: cache},
+                    capture_output=True,
+                    check=True,
+                )
+                times[name].append(time.perf_counter() - start)
+    made, kept = (statistics.median(times[name][1:]) for name in settings)
+    rows.append(
+        (
+            "one notebook (04) graded into a new folder, the CLI",
+            f"course made {made:.1f} s, kept {kept:.1f} s (medians of {rounds}, in alternation)",
+            f"{made / kept:.2f}× faster with the course kept",
+            "",
+            "",
+        )
+    )
+
+
 def cpu_seconds():
     "CPU time of this process and of every process it (and they) started and waited for, in seconds."
     import resource
@@ -448,7 +489,14 @@ def fmt(seconds):
     )
 
 
-BENCHES = {"mlp": bench_mlp, "ops": bench_ops, "conv": bench_conv, "memory": bench_memory, "grading": bench_grading}
+BENCHES = {
+    "mlp": bench_mlp,
+    "ops": bench_ops,
+    "conv": bench_conv,
+    "memory": bench_memory,
+    "grading": bench_grading,
+    "folder": bench_new_folder,
+}
 
 
 def main(argv=None):
