@@ -135,6 +135,24 @@ def test_a_conv_rule_giving_the_wrong_shape_fails_cnn_digits_with_its_own_error_
     assert error is not None and not isinstance(error, NameError), repr(error)
 
 
+def test_im2col_at_the_convolutions_stride_is_named_by_the_given_dilate():
+    strided_rows = (
+        "x, w = self.saved_tensors[:2]\n"
+        "f, c, kh, kw = w.shape\n"
+        "widths = pad_widths(self.padding, kh, kw)\n"
+        "padded = _pad(x.data, widths)\n"
+        "rows, out_hw = im2col(padded, kh, kw, self.stride)\n"  # the common mistake: the stride here too
+        "g = dilate(grad_output.data, out_hw, self.stride)\n"
+        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
+        "grad_w = (g_rows.T @ rows).reshape(w.shape)\n"
+        "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
+        "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))\n"
+        "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
+    )
+    error = run_until("conv2d_backward", strided_rows)
+    assert error is not None and "im2col at the convolution's stride is a common mistake" in str(error), repr(error)
+
+
 POOL_START = (
     "(x,) = self.saved_tensors\n"
     "grad_windows = np.zeros(self.argmax.shape + (self.k * self.k,), dtype=grad_output.dtype)\n"
@@ -152,6 +170,19 @@ POOL_MISTAKES = {
         "top = windows == windows.max(axis=-1, keepdims=True)\n"
         "return (Tensor(unwindow(top * grad_output.data[..., None], x.shape, self.k, self.stride)),)",
         "of tied maxima only the first gets g",
+    ),
+    "windows k pixels apart whatever the stride": (
+        "(x,) = self.saved_tensors\n"
+        "n, c, oh, ow = self.argmax.shape\n"
+        "grad_x = np.zeros(x.shape)\n"
+        "for i in range(oh):\n"
+        "    for j in range(ow):\n"
+        "        r, q = np.divmod(self.argmax[:, :, i, j], self.k)\n"
+        "        for a in range(n):\n"
+        "            for b in range(c):\n"
+        "                grad_x[a, b, i * self.k + r[a, b], j * self.k + q[a, b]] += grad_output.data[a, b, i, j]\n"
+        "return (Tensor(grad_x),)",
+        "the windows start every stride pixels",
     ),
     "a buffered += at repeated positions": (
         "(x,) = self.saved_tensors\n"
