@@ -39,6 +39,20 @@ def test_check_prints_no_tcp_warning(tmp_path):
     assert "without encryption" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
+def test_check_shows_the_note_a_passing_test_prints(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    test = nbformat.v4.new_code_cell(
+        "assert 1 + 1 == 2\nprint('a line of output')\nprint('Note: a hidden test checks more')"
+    )
+    test.metadata["nbgrader"] = {"grade": True, "grade_id": "sums", "points": 1, "solution": False, "locked": True}
+    nb.cells = [test]
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    result = run_cli("check", path)
+    assert "PASS    sums (1 point): Note: a hidden test checks more\n" in result.stdout, result.stdout
+
+
 def test_the_kernels_get_one_blas_thread_unless_the_user_chose(monkeypatch):
     from grading.common.environment import kernel_environment
 
