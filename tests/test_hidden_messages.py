@@ -298,6 +298,12 @@ NAMED_FAILURES = [
     ),
     ("14_higher_order", "first gradient without create_graph=True", "hvp_mlp", ["H·v is zero", "create_graph=True"]),
     (
+        "14_higher_order",
+        "the dot product of the last parameter's term only",
+        "second_derivative",
+        ["H·(1.0, 0.0) of x²y + y³ at (1, 2) is (4.0, 2.0), got (0.0, 0.0)", "only y's term of the dot product"],
+    ),
+    (
         "11_training",
         "train_epoch forgets zero_grad (every batch's gradients add up)",
         "digits_accuracy",

@@ -944,6 +944,13 @@ LATER = [
         "velocity += grad\n            grad = velocity\n",
         "velocity += self.lr * grad\n            p.data -= velocity\n            return\n",
     ),
+    (
+        "14_higher_order",
+        "hvp",
+        "the dot product of the last parameter's term only",
+        "dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)",
+        "dot = (grads[-1] * Tensor(vectors[-1])).sum()",
+    ),
 ]
 MUTANTS += LATER
 

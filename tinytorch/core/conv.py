@@ -84,8 +84,8 @@ def dilate(g, out_hw, stride):
         return g
     if tuple(-(-n // stride) for n in out_hw) != g.shape[2:]:  # every stride-th of out_hw's positions: g's own
         raise ValueError(
-            f"dilate: g has {g.shape[2]}×{g.shape[3]} positions, but every {stride}th position of a stride-1 output "
-            f"of {out_hw[0]}×{out_hw[1]} makes {-(-out_hw[0] // stride)}×{-(-out_hw[1] // stride)}. out_hw must be the "
+            f"dilate: g has {g.shape[2]}×{g.shape[3]} positions, but one position in {stride}, each way, of a stride-1 "
+            f"output of {out_hw[0]}×{out_hw[1]} makes {-(-out_hw[0] // stride)}×{-(-out_hw[1] // stride)}. out_hw must be the "
             "size of the stride-1 output: the one im2col at stride 1 gives (im2col at the convolution's stride is a "
             "common mistake)."
         )
