@@ -5,6 +5,7 @@ text's claims held against what the code does."""
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from grading.common.notebooks import read_notebook
 from tinytorch.core import reductions
@@ -115,3 +116,11 @@ def test_draw_graph_tells_two_leaves_of_one_shape_apart_by_the_names_given_and_0
     assert "x\n()" in labels and "y\n()" in labels and "product\nMulBackward" in labels, labels
     assert "leaf\n()" not in labels
     assert 'names={"x": x, "y": y}' in cell_source("06_autograd", "c06-026")
+
+
+def test_an_accuracy_taken_over_the_samples_axis_is_named_by_11s_visible_test():
+    def accuracy(logits, labels):  # the common mistake: axis 0 is the samples
+        return float(np.mean(np.argmax(logits.data, axis=0) == np.asarray(labels)))
+
+    with pytest.raises(AssertionError, match="the argmax was taken over axis 0, the samples"):
+        exec(cell_source("11_training", "c11-010"), {"np": np, "Tensor": Tensor, "accuracy": accuracy})
