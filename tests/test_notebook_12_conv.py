@@ -153,6 +153,24 @@ def test_im2col_at_the_convolutions_stride_is_named_by_the_given_dilate():
     assert error is not None and "im2col at the convolution's stride is a common mistake" in str(error), repr(error)
 
 
+def test_grad_rows_reshaped_as_the_images_gradient_is_named_not_left_to_numpy():
+    no_col2im = (
+        "x, w = self.saved_tensors[:2]\n"
+        "f, c, kh, kw = w.shape\n"
+        "widths = pad_widths(self.padding, kh, kw)\n"
+        "padded = _pad(x.data, widths)\n"
+        "rows, out_hw = im2col(padded, kh, kw)\n"
+        "g = dilate(grad_output.data, out_hw, self.stride)\n"
+        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
+        "grad_w = (g_rows.T @ rows).reshape(w.shape)\n"
+        "grad_x = (g_rows @ w.data.reshape(f, -1)).reshape(x.shape)\n"  # the common mistake: no col2im
+        "grads = (Tensor(grad_x), Tensor(grad_w))\n"
+        "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
+    )
+    error = run_until("conv2d_backward", no_col2im)
+    assert error is not None and "col2im adds the rows back onto the image" in str(error), repr(error)
+
+
 POOL_START = (
     "(x,) = self.saved_tensors\n"
     "grad_windows = np.zeros(self.argmax.shape + (self.k * self.k,), dtype=grad_output.dtype)\n"

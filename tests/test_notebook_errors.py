@@ -124,3 +124,34 @@ def test_an_accuracy_taken_over_the_samples_axis_is_named_by_11s_visible_test():
 
     with pytest.raises(AssertionError, match="the argmax was taken over axis 0, the samples"):
         exec(cell_source("11_training", "c11-010"), {"np": np, "Tensor": Tensor, "accuracy": accuracy})
+
+
+def test_adam_counting_its_step_after_correcting_is_named_by_10s_visible_test():
+    from tinytorch.core.optimizers import Adam
+
+    class CountsLate(Adam):  # a listed mistake: 1 - β^0 = 0 in the first step's correction
+        def update(self, i, p, grad):
+            self.m[i] = self.beta1 * self.m[i] + (1 - self.beta1) * grad
+            self.u[i] = self.beta2 * self.u[i] + (1 - self.beta2) * grad * grad
+            with np.errstate(divide="ignore", invalid="ignore"):
+                m_hat = self.m[i] / (1 - self.beta1 ** self.t[i])
+                u_hat = self.u[i] / (1 - self.beta2 ** self.t[i])
+                p.data -= self.lr * m_hat / (np.sqrt(u_hat) + self.eps)
+            self.t[i] += 1
+
+    enable_autograd()
+    with pytest.raises(AssertionError, match="count the step before correcting"):
+        exec(cell_source("10_optimizers", "c10-011"), {"np": np, "Tensor": Tensor, "Adam": CountsLate})
+
+
+def test_a_tied_gradient_of_the_wrong_shape_is_told_to_check_its_products_not_a_missing_use():
+    def tied_weight_grad(weight, ids, grad_logits):  # both uses, the output's product the other way round
+        weight, ids, grad_logits = np.asarray(weight), np.asarray(ids).reshape(-1), np.asarray(grad_logits)
+        looked_up = weight[ids]
+        input_use = np.zeros_like(weight)
+        np.add.at(input_use, ids, grad_logits @ weight)
+        return looked_up.T @ grad_logits + input_use.sum()
+
+    namespace = {"np": np, "tied_weight_grad": tied_weight_grad}
+    with pytest.raises(AssertionError, match="got shape \\(1, 3\\). Check the shape of each product"):
+        exec(cell_source("13_embedding", "c13-025"), namespace)
