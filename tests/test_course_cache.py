@@ -154,3 +154,19 @@ def test_a_marking_course_in_use_is_not_seeded_again(cache, tmp_path):
     before = (root / "gradebook.db").read_bytes()
     marking.seed(root, tmp_path / "master", {"01_tensor": NOTEBOOKS["01_tensor"]}, root / ".assignments.json")
     assert (root / "gradebook.db").read_bytes() == before
+
+
+def test_a_kept_course_removed_by_another_runs_clean_up_meanwhile_is_made_here(cache, tmp_path, monkeypatch):
+    made_course(NOTEBOOKS, tmp_path / "first")
+    entry = cache / course.course_key(NOTEBOOKS)
+
+    def removed_meanwhile(path, *args, **kwargs):
+        shutil.rmtree(entry)  # between the check that the course is whole and its use
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(course.os, "utime", removed_meanwhile)
+    generated = count_generations(monkeypatch)
+    release = made_course(NOTEBOOKS, tmp_path / "second")
+    assert sorted(generated) == sorted(NOTEBOOKS)
+    assert all(path.exists() for path in release.values())
+    assert assignments(tmp_path / "second") == sorted(NOTEBOOKS)

@@ -171,7 +171,8 @@ def _kept_course(notebooks, cache):
     "The kept course of these notebooks, made now if there is none; None if it cannot be kept."
     entry = cache / course_key(notebooks)
     if (entry / COMPLETE).exists():
-        os.utime(entry / COMPLETE)  # recently used: kept longest
+        with contextlib.suppress(OSError):  # removed by another run's clean-up meanwhile: the copy then fails over
+            os.utime(entry / COMPLETE)  # recently used: kept longest
         return entry
     try:
         making = Path(tempfile.mkdtemp(prefix=".making-", dir=cache))
