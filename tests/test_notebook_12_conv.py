@@ -171,6 +171,25 @@ def test_grad_rows_reshaped_as_the_images_gradient_is_named_not_left_to_numpy():
     assert error is not None and "col2im adds the rows back onto the image" in str(error), repr(error)
 
 
+def test_a_conv_rule_without_dilate_is_told_to_dilate_at_a_stride():
+    no_dilate = (
+        "x, w = self.saved_tensors[:2]\n"
+        "f, c, kh, kw = w.shape\n"
+        "widths = pad_widths(self.padding, kh, kw)\n"
+        "padded = _pad(x.data, widths)\n"
+        "rows, out_hw = im2col(padded, kh, kw)\n"
+        "g = grad_output.data\n"  # the strided output's g, used as the stride-1 output's
+        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
+        "grad_w = (g_rows.T @ rows).reshape(w.shape)\n"
+        "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
+        "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))\n"
+        "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
+    )
+    error = run_until("conv2d_backward", no_dilate)
+    assert error is not None and "dilate puts it on the stride-1 output first" in str(error), repr(error)
+    assert ".." not in str(error)
+
+
 POOL_START = (
     "(x,) = self.saved_tensors\n"
     "grad_windows = np.zeros(self.argmax.shape + (self.k * self.k,), dtype=grad_output.dtype)\n"

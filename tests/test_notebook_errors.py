@@ -155,3 +155,57 @@ def test_a_tied_gradient_of_the_wrong_shape_is_told_to_check_its_products_not_a_
     namespace = {"np": np, "tied_weight_grad": tied_weight_grad}
     with pytest.raises(AssertionError, match="got shape \\(1, 3\\). Check the shape of each product"):
         exec(cell_source("13_embedding", "c13-025"), namespace)
+
+
+def test_a_linear_that_computes_on_data_is_told_its_operations_are_not_recorded():
+    from tinytorch.core.nn import ReLU
+
+    class OnData(Linear):
+        def __init__(self, weight, bias):  # the test cell's way to build one: Linear(W, b)
+            self.weight, self.bias = weight, bias
+
+        def forward(self, x):
+            return Tensor(x.data @ self.weight.data.T + self.bias.data)
+
+    enable_autograd()
+    namespace = {"np": np, "Tensor": Tensor, "Linear": OnData, "ReLU": ReLU}
+    with pytest.raises((AssertionError, RuntimeError), match="got no gradient|does not require a gradient"):
+        exec(cell_source("09_nn", "c09-011"), namespace)
+
+
+@pytest.mark.parametrize(
+    "update, cause",
+    [
+        (
+            "self.t[i] += 1\n"
+            "self.m[i] = self.beta1 * self.m[i] + (1 - self.beta1) * grad\n"
+            "self.u[i] = self.beta2 * self.u[i] + (1 - self.beta2) * grad\n"  # g, not g²: u goes negative
+            "m_hat = self.m[i] / (1 - self.beta1 ** self.t[i])\n"
+            "u_hat = self.u[i] / (1 - self.beta2 ** self.t[i])\n"
+            "with np.errstate(invalid='ignore'):\n"
+            "    p.data -= self.lr * m_hat / (np.sqrt(u_hat) + self.eps)",
+            "the square root of a negative number",
+        ),
+    ],
+)
+def test_adams_nan_names_both_ways_to_get_one(update, cause):
+    from tinytorch.core.optimizers import Adam
+
+    namespace = {"np": np}
+    exec("def update(self, i, p, grad):\n" + "\n".join("    " + line for line in update.splitlines()), namespace)
+    wrong = type("WrongAdam", (Adam,), {"update": namespace["update"]})
+    enable_autograd()
+    with pytest.raises(AssertionError, match=cause):
+        exec(cell_source("10_optimizers", "c10-011"), {"np": np, "Tensor": Tensor, "Adam": wrong})
+
+
+def test_an_sgd_that_rebinds_p_is_told_p_did_not_move():
+    from tinytorch.core.optimizers import SGD
+
+    class Rebinds(SGD):
+        def update(self, i, p, grad):
+            p = p - self.lr * grad  # noqa: F841  (the listed mistake)
+
+    enable_autograd()
+    with pytest.raises(AssertionError, match="p did not move"):
+        exec(cell_source("10_optimizers", "c10-009"), {"np": np, "Tensor": Tensor, "SGD": Rebinds})
