@@ -117,76 +117,59 @@ def run_until(stop_grade_id, solution, solution_cell="c12-007"):
     raise AssertionError(f"no cell graded {stop_grade_id}")
 
 
+# The reference Conv2dBackward, one step a line: each mistake below replaces one step.
+CONV_RULE = (
+    "x, w = self.saved_tensors[:2]\n"
+    "f, c, kh, kw = w.shape\n"
+    "widths = pad_widths(self.padding, kh, kw)\n"
+    "padded = _pad(x.data, widths)\n"
+    "rows, out_hw = im2col(padded, kh, kw)\n"
+    "g = dilate(grad_output.data, out_hw, self.stride)\n"
+    "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
+    "grad_w = (g_rows.T @ rows).reshape(w.shape)\n"
+    "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
+    "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))\n"
+    "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
+)
+
+
+def conv_rule_with(old, new):
+    "CONV_RULE with the step `old` replaced by `new`."
+    assert old in CONV_RULE, old
+    return CONV_RULE.replace(old, new)
+
+
 def test_a_conv_rule_giving_the_wrong_shape_fails_cnn_digits_with_its_own_error_not_a_missing_history():
-    unshaped = (
-        "x, w = self.saved_tensors[:2]\n"
-        "f, c, kh, kw = w.shape\n"
-        "widths = pad_widths(self.padding, kh, kw)\n"
-        "padded = _pad(x.data, widths)\n"
-        "rows, out_hw = im2col(padded, kh, kw)\n"
-        "g = dilate(grad_output.data, out_hw, self.stride)\n"
-        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
-        "grad_w = g_rows.T @ rows\n"  # (F, C·kh·kw), not w.shape
-        "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
-        "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))\n"
-        "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
-    )
+    unshaped = conv_rule_with("grad_w = (g_rows.T @ rows).reshape(w.shape)", "grad_w = g_rows.T @ rows")  # (F, C·kh·kw)
     error = run_until("cnn_digits", unshaped)
     assert error is not None and not isinstance(error, NameError), repr(error)
 
 
-def test_im2col_at_the_convolutions_stride_is_named_by_the_given_dilate():
-    strided_rows = (
-        "x, w = self.saved_tensors[:2]\n"
-        "f, c, kh, kw = w.shape\n"
-        "widths = pad_widths(self.padding, kh, kw)\n"
-        "padded = _pad(x.data, widths)\n"
-        "rows, out_hw = im2col(padded, kh, kw, self.stride)\n"  # the common mistake: the stride here too
-        "g = dilate(grad_output.data, out_hw, self.stride)\n"
-        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
-        "grad_w = (g_rows.T @ rows).reshape(w.shape)\n"
-        "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
-        "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))\n"
-        "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
-    )
-    error = run_until("conv2d_backward", strided_rows)
-    assert error is not None and "im2col at the convolution's stride is a common mistake" in str(error), repr(error)
+CONV_MISTAKES = {
+    "im2col at the convolution's stride": (
+        ("im2col(padded, kh, kw)", "im2col(padded, kh, kw, self.stride)"),
+        "im2col at the convolution's stride is a common mistake",  # said by the given dilate
+    ),
+    "grad_rows reshaped as the image's gradient": (
+        (
+            "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
+            "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))",
+            "grad_x = (g_rows @ w.data.reshape(f, -1)).reshape(x.shape)\ngrads = (Tensor(grad_x), Tensor(grad_w))",
+        ),
+        "col2im adds the rows back onto the image",
+    ),
+    "no dilate at a stride": (
+        ("g = dilate(grad_output.data, out_hw, self.stride)", "g = grad_output.data"),
+        "dilate puts it on the stride-1 output first",
+    ),
+}
 
 
-def test_grad_rows_reshaped_as_the_images_gradient_is_named_not_left_to_numpy():
-    no_col2im = (
-        "x, w = self.saved_tensors[:2]\n"
-        "f, c, kh, kw = w.shape\n"
-        "widths = pad_widths(self.padding, kh, kw)\n"
-        "padded = _pad(x.data, widths)\n"
-        "rows, out_hw = im2col(padded, kh, kw)\n"
-        "g = dilate(grad_output.data, out_hw, self.stride)\n"
-        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
-        "grad_w = (g_rows.T @ rows).reshape(w.shape)\n"
-        "grad_x = (g_rows @ w.data.reshape(f, -1)).reshape(x.shape)\n"  # the common mistake: no col2im
-        "grads = (Tensor(grad_x), Tensor(grad_w))\n"
-        "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
-    )
-    error = run_until("conv2d_backward", no_col2im)
-    assert error is not None and "col2im adds the rows back onto the image" in str(error), repr(error)
-
-
-def test_a_conv_rule_without_dilate_is_told_to_dilate_at_a_stride():
-    no_dilate = (
-        "x, w = self.saved_tensors[:2]\n"
-        "f, c, kh, kw = w.shape\n"
-        "widths = pad_widths(self.padding, kh, kw)\n"
-        "padded = _pad(x.data, widths)\n"
-        "rows, out_hw = im2col(padded, kh, kw)\n"
-        "g = grad_output.data\n"  # the strided output's g, used as the stride-1 output's
-        "g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)\n"
-        "grad_w = (g_rows.T @ rows).reshape(w.shape)\n"
-        "grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)\n"
-        "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))\n"
-        "return grads + (Tensor(g.sum(axis=(0, 2, 3))),) if len(self.saved_tensors) == 3 else grads"
-    )
-    error = run_until("conv2d_backward", no_dilate)
-    assert error is not None and "dilate puts it on the stride-1 output first" in str(error), repr(error)
+@pytest.mark.parametrize("mistake", CONV_MISTAKES)
+def test_the_visible_conv_test_names_a_listed_mistake_that_raises_not_numpys_bare_error(mistake):
+    (old, new), cause = CONV_MISTAKES[mistake]
+    error = run_until("conv2d_backward", conv_rule_with(old, new))
+    assert error is not None and cause in str(error), repr(error)
     assert ".." not in str(error)
 
 
