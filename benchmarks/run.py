@@ -1,6 +1,6 @@
 """Benchmarks: tinytorch against the code people would write instead, measured side by side in one run.
 
-    python benchmarks/run.py              # everything (about 2 minutes on 2 cores)
+    python benchmarks/run.py              # everything (4 minutes on a quiet 2-core machine)
     python benchmarks/run.py mlp ops      # only some: mlp, ops, conv, memory, grading, folder
 
 Each comparison runs its contenders in alternation, several rounds, and reports the median time of each, so that a

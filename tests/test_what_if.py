@@ -1,0 +1,56 @@
+"""benchmarks/what_if.py compares like with like: each of its contenders (the NumPy calls alone, and the three
+changes it measures) makes the same update of the same weights as tinytorch's own step, so that its timings say
+what those changes would cost or save, and nothing else."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tinytorch  # noqa: F401  (enables autograd)
+from tinytorch.core.tensor import Tensor
+
+PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "what_if.py"
+
+
+@pytest.fixture(scope="module")
+def what_if():
+    spec = importlib.util.spec_from_file_location("what_if", PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def arrays(step):
+    return [p.data if isinstance(p, Tensor) else p for p in step.parameters]
+
+
+def test_every_contender_makes_tinytorchs_update(what_if):
+    found = what_if.contenders()
+    reference = found.pop("tinytorch")
+    found.pop("hand-written NumPy")  # its own weights: run.py's, not comparable number for number
+    before = [a.copy() for a in arrays(reference)]
+    for _ in range(3):
+        reference()
+    expected = arrays(reference)
+    assert max(np.abs(e - b).max() for e, b in zip(expected, before)) > 1e-4  # the steps moved the weights
+    for name, step in found.items():
+        assert all(np.array_equal(a, b) for a, b in zip(arrays(step), before)), f"{name}: other weights"
+        for _ in range(3):
+            step()
+        for got, want in zip(arrays(step), expected):
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_the_lean_engine_and_the_one_rule_linear_leave_a_gradient_check_standing(what_if):
+    "The experiment's LinearBackward is a correct rule: compared with central differences."
+    from tinytorch.core.gradcheck import check_backward
+
+    rng = np.random.default_rng(3)
+
+    def linear(x, weight, bias):
+        return x @ weight.T + bias
+
+    inputs = [rng.normal(size=(5, 4)), rng.normal(size=(3, 4)), rng.normal(size=3)]
+    assert check_backward(what_if.LinearBackward, linear, inputs)
