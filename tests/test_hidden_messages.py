@@ -1,25 +1,43 @@
-"""What a student can learn from a hidden test: an error their own code raised is shown without its numbers (a rule
-that raises its inputs as its message would print the hidden inputs), while the tests' own messages stay whole."""
+"""What a student can learn from a hidden test. Its code had the hidden inputs while the test ran, and could write
+them into whatever the page shows: so an error it raised is named by its kind and the function only (not its message,
+whose numbers could be spelled in letters), what it sent back and the grader cannot check is not quoted (a class
+named after the inputs), and the test's own message is shown with quoted text blanked (a check quotes what a rule
+returned: a string of the inputs). A visible test's messages stay whole: their inputs are the student's to see."""
 
 import pytest
 
-from grading.grade.verdict import exception_of, run_cell
+from grading.grade.verdict import StudentError, describe_hidden, exception_of, run_cell, students
 from grading.sandbox import wire
 
+HIDDEN = "### BEGIN HIDDEN TESTS\nrule()\n### END HIDDEN TESTS"
 
-def raising(message, kind="ValueError"):
+
+def raising(message, kind="ValueError", qualname="MulBackward.apply"):
     def function():
-        raise exception_of({"type": kind, "message": message})
+        raise exception_of({"type": kind, "message": message}, qualname)
 
     return function
 
 
-def test_a_student_error_in_a_hidden_test_is_shown_without_its_numbers():
-    namespace = {"rule": raising("inputs were [[0.123, -4.5e-3], [7.0, 8.25]]")}
-    cell = {"id": "mul_hidden", "source": "### BEGIN HIDDEN TESTS\nrule()\n### END HIDDEN TESTS"}
-    passed, message = run_cell(cell, namespace, 10, hidden=True)
-    assert not passed and message.startswith("ValueError: inputs were [[#, #], [#, #]]")
-    assert "0.123" not in message and "hidden test" in message
+@pytest.mark.parametrize(
+    "message",
+    [
+        "inputs were [[0.123, -4.5e-3], [7.0, 8.25]]",
+        "LEAK optigs_ipeqgb",  # 0.7165 and 1.3968, spelled in letters
+    ],
+)
+def test_a_student_error_in_a_hidden_test_shows_its_kind_and_function_not_its_message(message):
+    passed, shown = run_cell({"id": "mul_hidden", "source": HIDDEN}, {"rule": raising(message)}, 10, hidden=True)
+    assert not passed and shown.startswith("ValueError from your MulBackward.apply in a hidden test.")
+    assert "LEAK" not in shown and "inputs were" not in shown and "0.123" not in shown
+
+
+def test_an_error_type_of_the_students_own_is_not_named_either():
+    error = exception_of({"type": "LeakOf0_7165", "raised": "LeakOf0_7165", "message": "x"}, "NegBackward.apply")
+    assert isinstance(error, StudentError)
+    text = describe_hidden(error)
+    assert text.startswith("an error of its own class from your NegBackward.apply in a hidden test.")
+    assert "7165" not in text
 
 
 def test_a_recursion_error_in_a_hidden_test_names_its_likely_cause():
@@ -27,21 +45,46 @@ def test_a_recursion_error_in_a_hidden_test_names_its_likely_cause():
     namespace = {
         "walk": lambda: exception_of({"type": "RecursionError", "message": "maximum recursion depth exceeded"})
     }
-    namespace["order"] = lambda: (_ for _ in ()).throw(namespace["walk"]())
-    cell = {"id": "order_hidden", "source": "### BEGIN HIDDEN TESTS\norder()\n### END HIDDEN TESTS"}
-    passed, message = run_cell(cell, namespace, 10, hidden=True)
-    assert not passed and message.startswith("RecursionError: maximum recursion depth exceeded")
+    namespace["rule"] = lambda: (_ for _ in ()).throw(namespace["walk"]())
+    passed, message = run_cell({"id": "order_hidden", "source": HIDDEN}, namespace, 10, hidden=True)
+    assert not passed and message.startswith("RecursionError from your code in a hidden test.")
     assert "explicit stack" in message
-    other = {"rule": raising("the shapes differ")}
-    _, plain = run_cell({"id": "h", "source": "rule()"}, other, 10, hidden=True)
+    _, plain = run_cell({"id": "h", "source": HIDDEN}, {"rule": raising("the shapes differ")}, 10, hidden=True)
     assert "explicit stack" not in plain
 
 
-def test_the_same_error_in_a_visible_test_and_the_tests_own_messages_stay_whole():
+def test_what_a_rule_sent_back_and_the_grader_cannot_check_is_not_quoted():
+    "noa's attack: a class named after the inputs, which the grader refuses and used to quote."
+    error = students(
+        StudentError("AddBackward.apply sent back ...: the class name 'LEAK -1.6949'"), "AddBackward.apply"
+    )
+    text = describe_hidden(error)
+    assert "LEAK" not in text and "1.6949" not in text and "AddBackward.apply" in text
+
+
+@pytest.mark.parametrize(
+    "message, shown",
+    [
+        ("expected 2.5 for a (3, 4) input", "expected 2.5 for a (3, 4) input"),  # no quotes: whole
+        # mia's attack: the check quotes 80 characters of a returned string, cut short before its closing quote
+        (
+            "MulBackward.apply must return a tuple with one gradient per input (2), but it returned str 'LEAK -0.7406 1.0",
+            "MulBackward.apply must return a tuple with one gradient per input (2), but it returned str '…'",
+        ),
+        ("got \"LEAK 1.5\" and 'x', the rule's gradient", "got '…' and '…', the rule's gradient"),
+        ("returned str 'a\\'b \"c' instead", "returned str '…' instead"),
+    ],
+)
+def test_a_hidden_tests_own_message_is_shown_with_quoted_text_blanked(message, shown):
+    cell = {"id": "h", "source": f"### BEGIN HIDDEN TESTS\nraise AssertionError({message!r})\n### END HIDDEN TESTS"}
+    assert run_cell(cell, {}, 10, hidden=True) == (False, f"AssertionError: {shown}")
+
+
+def test_the_same_error_in_a_visible_test_and_a_visible_tests_own_message_stay_whole():
     namespace = {"rule": raising("inputs were [0.5]")}
     assert run_cell({"id": "v", "source": "rule()"}, namespace, 10) == (False, "ValueError: inputs were [0.5]")
-    hidden = {"id": "h", "source": "assert False, 'expected 2.5 for a (3, 4) input'"}
-    assert run_cell(hidden, {}, 10, hidden=True) == (False, "AssertionError: expected 2.5 for a (3, 4) input")
+    visible = {"id": "v", "source": "assert False, \"it returned str 'LEAK 0.5'\""}
+    assert run_cell(visible, {}, 10) == (False, "AssertionError: it returned str 'LEAK 0.5'")
     assert wire.EXCEPTIONS["ValueError"] is ValueError
 
 

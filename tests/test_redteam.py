@@ -1,4 +1,4 @@
-"""Red team: a class of 42 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 45 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -19,11 +19,21 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import REPO, run_cli
 from grading.common.notebooks import read_notebook, write_notebook
-from grading.examples.classroom import DAEMON_MARK, ELEMENTWISE, NEEDS_SANDBOX, REDTEAM_PORT, compare, make_class
+from grading.examples.classroom import (
+    DAEMON_MARK,
+    ELEMENTWISE,
+    LEAKS,
+    NEEDS_SANDBOX,
+    REDTEAM_PORT,
+    compare,
+    make_class,
+    spell_leak,
+)
 from grading.grade.autograde import Row
 from grading.sandbox.sandbox import problem
 
@@ -125,9 +135,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_42_submissions_of_every_kind(graded_class):
+def test_the_class_has_45_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 42 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 45 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -229,6 +239,25 @@ def test_the_package_a_student_runs_with_holds_no_answer_of_a_later_notebook(gra
     assert "LEAKED" in lena and "activations.py" in lena, "the attack did not run"
     assert "grad_output * (1 - t * t)" not in lena, "07's answer (TanhBackward) reached a 04 submission"
     assert "stack.append((tensor, True))" not in lena, "06's answer (topological_order) reached a 04 submission"
+
+
+@pytest.mark.parametrize("student", sorted(LEAKS))
+def test_a_rule_cannot_write_the_hidden_inputs_onto_its_page(graded_class, student):
+    """leo raises them spelled in letters, mia returns them as a string (which the check quotes), noa as the name of a
+    class it sends back. Each loses the leaking rule's tests only, and neither the page nor the gradebook holds the
+    first value its hidden test drew for this student (grading.grade.variant), in digits or in letters."""
+    from grading.grade.variant import seed_of
+
+    check(graded_class, student)
+    rule, _, _, letters = LEAKS[student]
+    grades = graded_class["root"] / "grades"
+    entry = json.loads((grades / "gradebook.json").read_text())[student][ELEMENTWISE]
+    assert "LEAK" in entry["tests"][rule]["message"], "the attack did not run (a visible test shows its own inputs)"
+    assert "LEAK" not in entry["tests"][f"{rule}_hidden"]["message"]
+    first = np.random.default_rng(seed_of(f"{rule}_hidden", entry["variant"])).normal()  # as the hidden test draws it
+    secret = spell_leak(first, letters)
+    page = (grades / "feedback" / student / f"{ELEMENTWISE}.html").read_text()
+    assert secret not in page and secret not in json.dumps(entry), f"{student} wrote a hidden input, {first}"
 
 
 def test_feedback_is_written_and_bounded(graded_class):

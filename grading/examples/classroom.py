@@ -1,4 +1,4 @@
-"""A generated class of 42 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 45 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -341,6 +341,36 @@ for _ in range(6):
         break
 """
 
+# A rule has the hidden test's inputs while it runs: three ways to write them onto the feedback page, each spelling the
+# first saved tensor's values as spell_leak does. Each rule leaks on every call, so it fails its tests, visible and
+# hidden; the page may show the visible tests' inputs (the student's to see anyway), never a hidden test's.
+LEAK_IN_LETTERS = """import numpy as np
+values = np.asarray(self.saved_tensors[0].data, dtype=float).ravel()
+raise ValueError("LEAK " + " ".join(f"{v:.4f}".translate(str.maketrans("0123456789.-", "oizehsgtbqpm")) for v in values))
+"""
+LEAK_AS_A_STRING = """import numpy as np
+return "LEAK " + " ".join(f"{v:.4f}" for v in np.asarray(self.saved_tensors[0].data, dtype=float).ravel())
+"""
+LEAK_IN_A_CLASS_NAME = """import numpy as np
+class Leak:
+    pass
+Leak.__module__ = "tinytorch.core.autograd"
+Leak.__qualname__ = "LEAK " + " ".join(f"{v:.4f}" for v in np.asarray(self.saved_tensors[0].data, dtype=float).ravel())
+return Leak(), Leak()
+"""
+LEAKS = {  # student: (the rule that leaks, its code, whether it spells the digits in letters)
+    "leo": ("neg_backward", "solution-NegBackward", LEAK_IN_LETTERS, True),
+    "mia": ("mul_backward", "solution-MulBackward", LEAK_AS_A_STRING, False),
+    "noa": ("add_backward", "solution-AddBackward", LEAK_IN_A_CLASS_NAME, False),
+}
+
+
+def spell_leak(value, letters):
+    "How the LEAK attacks write one value: four decimals, in digits or in letters."
+    text = f"{value:.4f}"
+    return text.translate(str.maketrans("0123456789.-", "oizehsgtbqpm")) if letters else text
+
+
 SCRATCH_CHEAT = """check_backward = lambda *args, **kwargs: True
 np.allclose = lambda *args, **kwargs: True
 np.testing.assert_allclose = lambda *args, **kwargs: None
@@ -496,6 +526,11 @@ def make_class(kit, out, grades=None):
         ),
         "kate": (E, submission(kit, E, only(set(), WRITE_GRADES.format(grades=grades))), 0.0, ""),
         "lena": (E, submission(kit, E, only(set(), READ_LATER_ANSWERS)), 0.0, ""),
+        # on the hidden tests' inputs: written into an error, a returned string, a class's name (LEAKS above)
+        **{
+            student: (E, submission(kit, E, inside(grade_id, code)), losing(rule), "")
+            for student, (rule, grade_id, code, _) in LEAKS.items()
+        },
         # 07: Tensor.backward replaced on import (sealed from notebook 07 on), and a good submission to compare
         "zoe": (
             ACTIVATIONS,

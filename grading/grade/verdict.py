@@ -296,7 +296,8 @@ class Remote:
             ) from None
         except wire.WireError as error:
             self.drop_worker()
-            raise StudentError(f"{qualname} sent back something that is not plain data: {error}") from None
+            error = StudentError(f"{qualname} sent back something that is not plain data: {error}")
+            raise students(error, qualname, f"your {qualname} sent back something that is not plain data") from None
         except BaseException as error:
             self.drop_worker()  # stopped halfway (the cell's time ran out): the worker's state is unknown
             if isinstance(error, CellTimeout):
@@ -318,14 +319,16 @@ class Remote:
             try:
                 reply["objects"] = check_changes(qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS)
             except (TypeError, IndexError, KeyError):
-                raise StudentError(f"{qualname} sent back a malformed object table") from None
+                error = StudentError(f"{qualname} sent back a malformed object table")
+                raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None
         try:
             values = session.receive(reply, arrays)
         except wire.WireError as error:
-            raise StudentError(f"{qualname} sent back something the grader cannot check: {error}") from None
+            error = StudentError(f"{qualname} sent back something the grader cannot check: {error}")
+            raise students(error, qualname, f"your {qualname} sent back something the grader cannot check") from None
         set_simple_globals(self.graded, reply.get("globals", {}))
         if reply.get("op") == "raise":
-            raise exception_of(reply)
+            raise exception_of(reply, qualname)
         return values.get("value")
 
     def run_callback(self, session, reply, arrays):
@@ -392,7 +395,14 @@ def changed_inputs(session, reply, named):
     return None
 
 
-def exception_of(reply):
+def students(error, qualname, summary=None):
+    """Mark `error` as caused by the student's `qualname` (it raised, or sent back what the grader cannot check): in a
+    hidden test its text is not shown, only `summary` or the error's kind (see describe_hidden)."""
+    error.raised_by_student, error.raised_in, error.summary = True, qualname, summary
+    return error
+
+
+def exception_of(reply, qualname=None):
     "The exception the student's code raised, as one of the grader's, marked as the student's (see run_cell)."
     kind, message = reply.get("type"), str(reply.get("message", ""))
     if kind == "GradcheckError" and "tinytorch.core.gradcheck" in sys.modules:
@@ -401,21 +411,36 @@ def exception_of(reply):
         error = wire.EXCEPTIONS[kind](message)
     else:
         error = StudentError(f"{reply.get('raised', 'Error')}: {message}")
-    error.raised_by_student = True
-    return error
+    return students(error, qualname)
+
+
+# Text a hidden test's own message may quote that the student's code chose: the repr of a string it returned (perhaps
+# cut short, so a quote may run to the end). An apostrophe inside a word ("the rule's") opens no quote.
+QUOTED = re.compile(r"""(?<!\w)'(?:[^'\\]|\\.)*?(?:'(?!\w)|$)|(?<!\w)"(?:[^"\\]|\\.)*?(?:"(?!\w)|$)""", re.DOTALL)
 
 
 def describe_hidden(error):
-    """A message the student's own code raised in a hidden test, with its numbers hidden: a rule that raises its
-    inputs as its error would otherwise print the hidden test's inputs on the student's page."""
-    text = re.sub(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?", "#", str(error))[:300]
-    message = f"{type(error).__name__}: {text} (raised by your code in a hidden test; its numbers are not shown)"
-    if isinstance(error, RecursionError) or "maximum recursion depth" in text:
-        message += (
-            "; a function that calls itself once per node fails on a deep graph (Python allows about 1,000 nested "
-            "calls): walk the graph with a loop and an explicit stack instead"
+    """A failing hidden test's message for the page, with no text in it that the student's code wrote: that code had
+    the hidden inputs, and could spell them out (in digits or in words) in its error, in a string it returned or in a
+    class's name. An error of the student's code is named by its kind and the function it came from; the test's own
+    message is shown with quoted text blanked. The numbers the test's message gives (which input, the shapes, the
+    worst element's two values) stay: a rule that fails on purpose can put a few of its numbers there, and
+    `--feedback summary` shows none (grading/README.md, "What the students see")."""
+    if getattr(error, "raised_by_student", False):
+        kind = "an error of its own class" if isinstance(error, StudentError) else type(error).__name__
+        where = f"your {error.raised_in}" if getattr(error, "raised_in", None) else "your code"
+        summary = getattr(error, "summary", None) or f"{kind} from {where}"
+        message = (
+            f"{summary} in a hidden test. Its message is not shown: your code had the test's inputs and could write "
+            "them into it. Call it on inputs like the test's (the test's name says what it checks) to see it"
         )
-    return message
+        if isinstance(error, RecursionError):
+            message += (
+                "; a function that calls itself once per node fails on a deep graph (Python allows about 1,000 "
+                "nested calls): walk the graph with a loop and an explicit stack instead"
+            )
+        return message
+    return QUOTED.sub("'…'", describe(error))
 
 
 def resolve_trusted_class(module, qualname):
@@ -576,7 +601,7 @@ def run_cell(cell, namespace, timeout, hidden=False, shown=None):
     except GraderFault:
         raise  # not the student's: the whole submission is not graded
     except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
-        if hidden and getattr(error, "raised_by_student", False):
+        if hidden:
             return failed(shown, type(error).__name__, describe_hidden(error))
         return failed(shown, type(error).__name__, describe(error))
     finally:
