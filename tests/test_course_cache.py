@@ -97,6 +97,42 @@ def test_a_cache_folder_others_could_write_to_is_not_used(cache, tmp_path, monke
     assert assignments(tmp_path / "second") == sorted(NOTEBOOKS)
 
 
+@pytest.mark.parametrize("parent", ["group-writable", "another user's"])
+def test_a_cache_folder_in_a_folder_others_could_write_to_is_not_used(tmp_path, monkeypatch, parent):
+    """Another user who can rename entries of a folder above the cache could swap in a course of their own while this
+    run makes one (a helper of issue 25's review did, with renameat2 in a loop)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    if parent == "group-writable":
+        shared.chmod(0o770)
+    elif os.geteuid() == 0:
+        os.chown(shared, 65534, 65534)  # nobody's
+    else:
+        pytest.skip("giving a folder to another user needs root (the CI machine runs the tests as root)")
+    cache = shared / "cache"
+    monkeypatch.setenv(course.CACHE_VARIABLE, str(cache))
+    generated = count_generations(monkeypatch)
+    made_course(NOTEBOOKS, tmp_path / "first")
+    made_course(NOTEBOOKS, tmp_path / "second")
+    assert len(generated) == 2 * len(NOTEBOOKS)
+    assert [p.name for p in cache.iterdir()] == []
+    assert assignments(tmp_path / "second") == sorted(NOTEBOOKS)
+
+
+def test_a_cache_folder_in_a_sticky_folder_or_through_a_link_is_used(tmp_path, monkeypatch):
+    "In a sticky folder (as /tmp is) nobody else can rename this user's entries; a link is resolved once, up front."
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    (tmp_path / "link").symlink_to(sticky)
+    monkeypatch.setenv(course.CACHE_VARIABLE, str(tmp_path / "link" / "cache"))
+    generated = count_generations(monkeypatch)
+    made_course(NOTEBOOKS, tmp_path / "first")
+    made_course(NOTEBOOKS, tmp_path / "second")
+    assert len(generated) == len(NOTEBOOKS)
+    assert [p.name for p in (sticky / "cache").iterdir()] == [course.course_key(NOTEBOOKS)]
+
+
 def test_an_empty_setting_turns_the_cache_off(tmp_path, monkeypatch):
     monkeypatch.setenv(course.CACHE_VARIABLE, "")
     generated = count_generations(monkeypatch)

@@ -137,15 +137,27 @@ def course_key(notebooks):
 
 
 def private_folder(path):
-    """`path`, made if missing, if it is a folder of this user's that nobody else may write to; else None. Another
-    user who could write there could leave a course of their own making for the grader to use."""
+    """`path` with its links resolved, made if missing, if it is a folder of this user's that nobody else may write to
+    or move; else None. Another user who could write there, or could rename it or a folder above it (and put their
+    own in its place while a course is made), could leave a course of their own making for the grader to use."""
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = path.lstat()
+        path = Path(os.path.realpath(path))  # used from now on: a link above it cannot be pointed elsewhere later
+        above = [folder.stat() for folder in path.parents]
     except OSError:
         return None
     mine = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-    return path if mine and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) else None
+    if not mine or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None
+    return path if all(_cannot_be_moved_by_others(folder) for folder in above) else None
+
+
+def _cannot_be_moved_by_others(folder):
+    "A folder's entries can be renamed only by its owner (this user or root), or, where it is sticky, by theirs."
+    owner_is_trusted = folder.st_uid in (0, os.getuid())
+    others_may_write = folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return owner_is_trusted and (not others_may_write or folder.st_mode & stat.S_ISVTX)  # /tmp: sticky
 
 
 def made_course(notebooks, root):
