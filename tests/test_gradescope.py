@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,31 @@ def notebook_with(kit, solve=(), replace=None):
 
 
 @AS_ROOT
+@pytest.mark.parametrize(
+    "users, due",
+    [
+        ([{"email": "a@x.edu"}], "2026-12-01T00:00:00+00:00"),  # no date of the user's own: the assignment's
+        ([{"email": "a@x.edu", "assignment": {"due_date": "2026-12-03T00:00:00+01:00"}}], "2026-12-03T00:00:00+01:00"),
+        (  # a group: the latest of its members' own dates (one of them has an extension)
+            [
+                {"email": "a@x.edu", "assignment": {"due_date": "2026-12-01T00:00:00+00:00"}},
+                {"email": "b@x.edu", "assignment": {"due_date": "2026-12-04T12:00:00-08:00"}},
+            ],
+            "2026-12-04T12:00:00-08:00",
+        ),
+        ([{"email": "a@x.edu", "assignment": {"due_date": "not a date"}}], "2026-12-01T00:00:00+00:00"),
+    ],
+)
+def test_the_late_policy_uses_the_students_own_due_date_where_gradescope_gives_an_extension(tmp_path, users, due):
+    "Gradescope puts a student's own dates (an extension included) under users[].assignment; the assignment's otherwise."
+    metadata = {"users": users, "created_at": "2026-12-02T06:00:00+00:00"}
+    metadata["assignment"] = {"due_date": "2026-12-01T00:00:00+00:00"}
+    copy = tmp_path / "01_tensor" / "01_tensor.ipynb"
+    copy.parent.mkdir()
+    policy = gradescope.late_policy({"late_penalty": "10%/day"}, metadata, "01_tensor", copy)
+    assert policy.due_of("01_tensor").isoformat() == datetime.fromisoformat(due).isoformat()
+
+
 def test_run_autograder_grades_good_partial_and_hostile_submissions_as_the_student_user(kit, autograder_zip):
     """Graded as where bubblewrap cannot run (Gradescope's container): the students' code runs as `nobody`. The good
     notebook gets full marks, less Gradescope's late penalty; the partial one loses its unsolved exercise's tests;

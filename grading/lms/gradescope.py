@@ -21,6 +21,7 @@ nothing is graded and results.json says why. Every failure of a submission or of
 with score 0 and the reason in `output`: run never crashes without writing one.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -276,12 +277,25 @@ def submitter(metadata):
     return Person(student=student, name=name, email=email, sis_id=sid, lms_id=str(who.get("id") or ""))
 
 
+def due_date(metadata):
+    """The submission's due date: a submitter's own, which holds an extension Gradescope gave them (the latest of a
+    group's), else the assignment's."""
+    from datetime import datetime
+
+    own = {}
+    for user in metadata.get("users") or []:
+        date = ((user.get("assignment") or {}) if isinstance(user, dict) else {}).get("due_date")
+        with contextlib.suppress(TypeError, ValueError):
+            own[datetime.fromisoformat(date).timestamp()] = date
+    return own[max(own)] if own else (metadata.get("assignment") or {}).get("due_date")
+
+
 def late_policy(config, metadata, assignment, copy):
     """The late policy (grading.reports.late) of gradescope.json's penalty, Gradescope's due date and the submission's time
     (metadata written by Gradescope, not by the student: given to autograde as a trusted timestamp.txt)."""
     from ..reports.late import Policy, make_policy
 
-    due = (metadata.get("assignment") or {}).get("due_date")
+    due = due_date(metadata)
     created = metadata.get("created_at")
     if config.get("late_penalty", "none") == "none" or not due or not created:
         return Policy()
