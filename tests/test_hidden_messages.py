@@ -393,3 +393,19 @@ def test_a_failing_test_names_its_case_what_came_back_and_the_likely_cause(noteb
     assert message is not None, f"{notebook} {test} passed with the mutant '{what}'"
     missing = [w for w in words if w not in message]
     assert not missing, f"{notebook} {test} with '{what}': {missing} not in the message:\n{message}"
+
+
+def test_a_flag_from_the_students_code_keeps_its_type_and_a_string_is_never_taken():
+    "pia's way in: the flags travel with every call, so a string or a new type would carry anything the code chose."
+    import types
+
+    from grading.grade.verdict import restore_simple_globals, set_simple_globals
+
+    module = types.SimpleNamespace(_grad_enabled=True, GELU_SCALE=0.5, NOTICE="autograd enabled", COUNT=3)
+    before = dict(vars(module))
+    set_simple_globals(module, {"_grad_enabled": False, "GELU_SCALE": "LEAK 1.5", "NOTICE": "LEAK", "COUNT": 4.5})
+    assert vars(module) == {**before, "_grad_enabled": False}  # no_grad's switch, as the student's code left it
+    set_simple_globals(module, {"GELU_SCALE": 0.25, "NEW": 1})
+    assert module.GELU_SCALE == 0.25 and not hasattr(module, "NEW")
+    restore_simple_globals(module, before)  # after a hidden cell: as the page's worker left them
+    assert vars(module) == before

@@ -1,4 +1,4 @@
-"""Red team: a class of 45 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 46 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -25,6 +25,7 @@ import pytest
 from conftest import REPO, run_cli
 from grading.common.notebooks import read_notebook, write_notebook
 from grading.examples.classroom import (
+    ACTIVATIONS,
     DAEMON_MARK,
     ELEMENTWISE,
     LEAKS,
@@ -135,9 +136,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_45_submissions_of_every_kind(graded_class):
+def test_the_class_has_46_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 45 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 46 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -258,6 +259,21 @@ def test_a_rule_cannot_write_the_hidden_inputs_onto_its_page(graded_class, stude
     secret = spell_leak(first, letters)
     page = (grades / "feedback" / student / f"{ELEMENTWISE}.html").read_text()
     assert secret not in page and secret not in json.dumps(entry), f"{student} wrote a hidden input, {first}"
+
+
+def test_the_hidden_tests_worker_cannot_hand_its_inputs_to_the_pages_worker_through_a_module_flag(graded_class):
+    """pia's ReLU rule sets a module-level flag to a string of its inputs (in the hidden test, the hidden ones), and her
+    sigmoid rule prints the flag in a visible test: the flags travel with every call, but the grader takes no string
+    and no new type from the student's code, and puts them back after each hidden cell."""
+    from grading.grade.variant import seed_of
+
+    check(graded_class, "pia")
+    grades = graded_class["root"] / "grades"
+    entry = json.loads((grades / "gradebook.json").read_text())["pia"][ACTIVATIONS]
+    page = (grades / "feedback" / "pia" / f"{ACTIVATIONS}.html").read_text()
+    assert "FLAG 0.797" in page, "the attack did not run (a visible test prints the flag)"
+    first = np.random.default_rng(seed_of("relu_backward_hidden", entry["variant"])).normal()
+    assert "FLAG LEAK" not in page and spell_leak(first, False) not in page and not entry["note"]  # (her code is)
 
 
 def test_feedback_is_written_and_bounded(graded_class):

@@ -1,8 +1,8 @@
-"""A generated class of 45 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 46 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
-Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); two hand in 07_activations.
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations.
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
@@ -365,6 +365,29 @@ LEAKS = {  # student: (the rule that leaks, its code, whether it spells the digi
 }
 
 
+# The same through a module-level flag (wire.simple_globals travel with every call): the hidden test's ReLU rule sets
+# one to a string of its inputs, a visible test's sigmoid rule prints it, then puts the number back.
+LEAK_INTO_A_FLAG = """global GELU_SCALE
+import numpy as np
+GELU_SCALE = "LEAK " + " ".join(f"{v:.4f}" for v in np.ravel(self.saved_tensors[0].data))
+"""
+PRINT_THE_FLAG = """global GELU_SCALE
+print("FLAG", GELU_SCALE)
+GELU_SCALE = 0.7978845608028654
+"""
+
+
+def chained(*answers):
+    "An answer() that applies each of `answers` in turn (several exercises changed)."
+
+    def answer(gid, solution, stub):
+        for each in answers:
+            solution = each(gid, solution, stub)
+        return solution
+
+    return answer
+
+
 def spell_leak(value, letters):
     "How the LEAK attacks write one value: four decimals, in digits or in letters."
     text = f"{value:.4f}"
@@ -546,6 +569,19 @@ def make_class(kit, out, grades=None):
             "",
         ),
         "ned": (ACTIVATIONS, submission(kit, ACTIVATIONS), points_of(ACTIVATIONS), ""),
+        "pia": (
+            ACTIVATIONS,
+            submission(
+                kit,
+                ACTIVATIONS,
+                chained(
+                    inside("solution-ReLUBackward", LEAK_INTO_A_FLAG),
+                    inside("solution-SigmoidBackward", PRINT_THE_FLAG),
+                ),
+            ),
+            points_of(ACTIVATIONS),
+            "",
+        ),
     }
     expected = {}
     for student, (notebook, nb, score, note) in cases.items():

@@ -194,7 +194,9 @@ class Remote:
 
     Two workers, each in a sandbox of its own: one for the cells the feedback page shows, one for the hidden tests
     (`hidden`: which one calls go to). The first never gets a hidden test's inputs, so nothing it prints or returns
-    for the page can hold one; both see the same module-level flags (wire.simple_globals), which travel with every call."""
+    for the page can hold one. The module-level flags (wire.simple_globals) travel with every call; what the hidden
+    tests' worker sets them to lasts until the end of its cell (grade_cells puts them back), so it cannot hand a
+    hidden input to the first through them."""
 
     def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
         self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
@@ -462,13 +464,21 @@ def resolve_trusted_class(module, qualname):
 
 
 def set_simple_globals(module, values):
-    "The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them."
+    """The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them. A flag
+    keeps its type, and a string (a constant of the course's, such as a message's text) is never taken: the grader's
+    own messages use them."""
     if not isinstance(values, dict):
         return
     mine = wire.simple_globals(module)
     for name, value in values.items():
-        if name in mine and wire.is_simple(value):
+        if name in mine and type(value) is type(mine[name]) and not isinstance(value, str) and wire.is_simple(value):
             setattr(module, name, value)
+
+
+def restore_simple_globals(module, values):
+    "Put the module's flags back as `values` (wire.simple_globals) has them: after a hidden cell, see grade_cells."
+    for name, value in values.items():
+        setattr(module, name, value)
 
 
 def install(space, targets, remote):
@@ -685,8 +695,11 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
             # the hidden inputs: neither shows anything
             shown = None if hidden or cell["kind"] == "solution" else outputs.Shown()
             remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden
+            flags = wire.simple_globals(remote.graded) if hidden else None
             passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown)  # calls first
             remote.printed, remote.hidden = None, False
+            if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
+                restore_simple_globals(remote.graded, flags)
             if shown is not None:
                 ran[cell["id"]] = shown.outputs()
             if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
