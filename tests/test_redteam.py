@@ -1,4 +1,4 @@
-"""Red team: a class of 46 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 47 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -136,9 +136,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_46_submissions_of_every_kind(graded_class):
+def test_the_class_has_47_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 46 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 47 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -164,6 +164,12 @@ def test_patching_what_the_tests_rely_on_earns_nothing(graded_class, student):
     "Scratch cells patching check_backward and np.allclose; patched checkers on import and during a test; a"
     "replaced builtin; Tensor.backward replaced in notebook 07."
     check(graded_class, student)
+
+
+def test_a_change_carried_by_a_callback_is_checked_as_a_reply_is(graded_class):
+    """rex zeroes the test's vectors and parameters, then calls the test's loss_fn: its message carried the change
+    before the reply (which then had nothing to refuse), and every H·v and its expected value became 0 (5 of 6)."""
+    check(graded_class, "rex")
 
 
 @pytest.mark.parametrize("student", NEW_ATTACKS)

@@ -1,8 +1,8 @@
-"""A generated class of 46 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 47 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
-Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations.
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, one 14_higher_order.
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
@@ -15,7 +15,7 @@ import nbformat
 from ..common.answers import solved
 from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
 
-ELEMENTWISE, ACTIVATIONS = "04_elementwise", "07_activations"
+ELEMENTWISE, ACTIVATIONS, HIGHER_ORDER = "04_elementwise", "07_activations", "14_higher_order"
 NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}  # stopped by the sandbox (bubblewrap) only
 REDTEAM_PORT = 47913  # iris tries to reach a server the red-team test listens with on this port
 DAEMON_MARK = "tinytorch-redteam-daemon"
@@ -377,6 +377,26 @@ GELU_SCALE = 0.7978845608028654
 """
 
 
+# A change carried by a callback: the exercise zeroes the test's vectors and parameters, then calls the test's loss_fn
+# (a function of the grader's), whose message carries the change before the reply does. Every H·v is then 0, and so
+# is what the test computes to compare it with. Replaces the solution's body from its first line to its last.
+ZERO_THROUGH_A_CALLBACK = """    for v in vectors:
+        v[...] = 0
+    for p in params:
+        p.data[...] = 0
+    loss_fn()
+    products = [None] * len(params)
+"""
+
+
+def through_a_callback(gid, solution, stub):
+    if gid != "solution-hessian_vector_product":
+        return solution
+    start = solution.index("    grads = grad(loss_fn()")
+    end = solution.index("    products = grad(dot, params)\n") + len("    products = grad(dot, params)\n")
+    return solution[:start] + ZERO_THROUGH_A_CALLBACK + solution[end:]
+
+
 def chained(*answers):
     "An answer() that applies each of `answers` in turn (several exercises changed)."
 
@@ -569,6 +589,8 @@ def make_class(kit, out, grades=None):
             "",
         ),
         "ned": (ACTIVATIONS, submission(kit, ACTIVATIONS), points_of(ACTIVATIONS), ""),
+        # 14: a change of the test's data carried by a callback (checked as the reply is): the honest work is none
+        "rex": (HIGHER_ORDER, submission(kit, HIGHER_ORDER, through_a_callback), 0.0, "changed vectors[0] in place"),
         "pia": (
             ACTIVATIONS,
             submission(

@@ -260,6 +260,7 @@ class Remote:
         saying which one a call changed (grading.grade.ownership)."""
         worker = self.ensure_worker()
         session = wire.Session(resolve_trusted_class)
+        named = named if named is not None else {f"arg{i}": a for i, a in enumerate(args)}
         worker.calls += 1
         header = {
             "op": "call",
@@ -283,6 +284,7 @@ class Remote:
                 if reply.get("op") != "callback":
                     break
                 with self.stopwatch("callbacks"):
+                    self.accept_changes(qualname, session, reply, named, readonly)  # before the grader's code runs
                     worker.send(self.run_callback(session, reply, arrays))
         except TimeoutError:
             self.drop_worker()
@@ -309,7 +311,21 @@ class Remote:
             self.stopwatch.add("student", time.perf_counter() - started)  # (callbacks included: see grading.grade.job)
         if self.printed is not None:  # what the student's code printed in this call, as text (the page shows it)
             self.printed.extend(reply.get("printed"))
-        named = named if named is not None else {f"arg{i}": a for i, a in enumerate(args)}
+        self.accept_changes(qualname, session, reply, named, readonly)
+        try:
+            values = session.receive(reply, arrays)
+        except wire.WireError as error:
+            error = StudentError(f"{qualname} sent back something the grader cannot check: {error}")
+            raise students(error, qualname, f"your {qualname} sent back something the grader cannot check") from None
+        set_simple_globals(self.graded, reply.get("globals", {}))
+        if reply.get("op") == "raise":
+            raise exception_of(reply, qualname)
+        return values.get("value")
+
+    def accept_changes(self, qualname, session, reply, named, readonly):
+        """Check what a message of the student's code changes of the grader's objects, and keep only what it may:
+        nothing for a rule (read-only), an exercise's own arguments otherwise (grading.grade.ownership). Every message
+        is checked, its reply and the callbacks on the way: a callback's message would change them first."""
         if readonly:
             changed = changed_inputs(session, reply, named)
             if changed:
@@ -323,15 +339,6 @@ class Remote:
             except (TypeError, IndexError, KeyError):
                 error = StudentError(f"{qualname} sent back a malformed object table")
                 raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None
-        try:
-            values = session.receive(reply, arrays)
-        except wire.WireError as error:
-            error = StudentError(f"{qualname} sent back something the grader cannot check: {error}")
-            raise students(error, qualname, f"your {qualname} sent back something the grader cannot check") from None
-        set_simple_globals(self.graded, reply.get("globals", {}))
-        if reply.get("op") == "raise":
-            raise exception_of(reply, qualname)
-        return values.get("value")
 
     def run_callback(self, session, reply, arrays):
         "The worker asks to call one of the grader's functions (a test's lambda, say): run it here, on the data."
