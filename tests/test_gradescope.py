@@ -240,3 +240,39 @@ def test_run_autograder_grades_good_partial_and_hostile_submissions_as_the_stude
     finally:
         shutil.rmtree(root)
         shutil.rmtree(drop)
+
+
+@AS_ROOT
+def test_without_a_sandbox_the_hidden_tests_worker_cannot_hand_its_inputs_to_the_pages(kit, tmp_path):
+    """Without bubblewrap (the student user: Gradescope's container) the two workers would share /tmp, /dev/shm, IPC
+    and the network. eve's AddBackward appends its inputs to a file in /dev/shm and her SubBackward prints the file in
+    a visible test: the page shows the visible tests' inputs, never the hidden test's (the notebook runs without its
+    hidden cells first, then whole with nothing shown), and the file is gone after the job. An attacker helper of
+    issue 25's review put all of add_backward_hidden's inputs on the page this way, at 24 of 24."""
+    import html
+
+    import numpy as np
+
+    from grading.examples.classroom import chained, inside, submission
+    from grading.grade.variant import seed_of
+
+    leak = f"/dev/shm/tinytorch-leak-{os.getpid()}"
+    write = 'import numpy as np\nvalues = " ".join(f"{v:.6f}" for v in np.ravel(self.saved_tensors[0].data)[:4])'
+    write += f'\nopen({leak!r}, "a").write("ADD " + values + "\\n")'
+    show = f"import os\nif os.path.exists({leak!r}):\n    print(open({leak!r}).read())"
+    answer = chained(inside("solution-AddBackward", write), inside("solution-SubBackward", show))
+    folder = tmp_path / "subs" / "eve" / "04_elementwise"
+    write_notebook(submission(kit, "04_elementwise", answer), folder / "04_elementwise.ipynb")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TINYTORCH_NO_BWRAP": "1"}
+    command = ["autograde", tmp_path / "subs", "--out", tmp_path / "out", "--workers", "1", "--student-user", "nobody"]
+    done = subprocess.run(
+        [sys.executable, "-m", "grading", *map(str, command)], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    entry = json.loads((tmp_path / "out" / "gradebook.json").read_text())["eve"]["04_elementwise"]
+    assert entry["score"] == entry["max_score"] == 24, entry
+    page = html.unescape((tmp_path / "out" / "feedback" / "eve" / "04_elementwise.html").read_text())
+    assert "ADD -" in page or "ADD 0" in page or "ADD 1" in page, "the attack did not run (the visible inputs)"
+    hidden = np.random.default_rng(seed_of("add_backward_hidden", entry["variant"])).normal(size=(3, 4))
+    assert f"{hidden.ravel()[0]:.6f}" not in page and f"{hidden.ravel()[0]:.6f}" not in json.dumps(entry)
+    assert not os.path.exists(leak), "what the student user wrote where everyone may write is removed after it"

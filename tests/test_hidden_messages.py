@@ -409,3 +409,13 @@ def test_a_flag_from_the_students_code_keeps_its_type_and_a_string_is_never_take
     assert module.GELU_SCALE == 0.25 and not hasattr(module, "NEW")
     restore_simple_globals(module, before)  # after a hidden cell: as the page's worker left them
     assert vars(module) == before
+
+
+def test_the_courses_message_for_data_missing_while_graded_is_named_in_the_graders_words():
+    "A capstone that loads the digits itself fails only while graded: say why, without the student's text."
+    raised = {"type": "FileNotFoundError", "raised": "FileNotFoundError"}
+    error = exception_of({**raised, "message": "The digits data is not at /LEAK/0.7165. While ..."}, "build_and_train")
+    text = describe_hidden(error)
+    assert "the arrays it is passed" in text and "LEAK" not in text and "0.7165" not in text
+    other = exception_of({**raised, "message": "no such file"}, "build_and_train")
+    assert "the arrays it is passed" not in describe_hidden(other)

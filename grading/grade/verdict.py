@@ -428,6 +428,16 @@ def exception_of(reply, qualname=None):
 QUOTED = re.compile(r"""(?<!\w)'(?:[^'\\]|\\.)*?(?:'(?!\w)|$)|(?<!\w)"(?:[^"\\]|\\.)*?(?:"(?!\w)|$)""", re.DOTALL)
 
 
+# What differs while a notebook is graded, said by the course's own code in the student's process: the one message of
+# its that a hidden test may name, in the grader's words (the student's code could raise the same words with more).
+GRADING_ONLY = {
+    "The digits data is not at": (
+        "load_digits() found no data: while a notebook is graded there is none, and a function gets the digits only "
+        "as the arrays it is passed (the capstone's held-out images are digits too)"
+    ),
+}
+
+
 def describe_hidden(error):
     """A failing hidden test's message for the page, with no text in it that the student's code wrote: that code had
     the hidden inputs, and could spell them out (in digits or in words) in its error, in a string it returned or in a
@@ -443,6 +453,7 @@ def describe_hidden(error):
             f"{summary} in a hidden test. Its message is not shown: your code had the test's inputs and could write "
             "them into it. Call it on inputs like the test's (the test's name says what it checks) to see it"
         )
+        message += "".join(f"; {text}" for phrase, text in GRADING_ONLY.items() if phrase in str(error))
         if isinstance(error, RecursionError):
             message += (
                 "; a function that calls itself once per node fails on a deep graph (Python allows about 1,000 "
@@ -657,7 +668,40 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     `stopwatch` (grading.grade.clock.Stopwatch) gets the seconds of the workers' starts and of the student's calls.
 
     A hidden test's cell has no outputs, and its calls go to a worker of their own (Remote), so no code of the
-    student's that saw a hidden test's inputs runs for a cell the page shows."""
+    student's that saw a hidden test's inputs runs for a cell the page shows. In a sandbox of its own each worker
+    has its own /tmp, IPC and network. Without one (the student user: Gradescope's container) both workers would
+    share them, so there the notebook runs twice: first without its hidden cells, for the page and the visible
+    tests; then, after every process of the student user has ended, whole, for the hidden tests only, showing
+    nothing (the visible cells run again, as the hidden ones may need what they set up)."""
+    if sandboxed:
+        return grade_pass(instructor_nb, restored_nb, spec, package, reference, runner, True, budget, stopwatch)
+    visible, note, ran = grade_pass(
+        instructor_nb, restored_nb, spec, package, reference, runner, False, budget, stopwatch, hidden_cells=False
+    )
+    hidden, hidden_note, _ = grade_pass(
+        instructor_nb, restored_nb, spec, package, reference, runner, False, budget, stopwatch, shown_cells=False
+    )
+    results = {**visible, **{test: hidden[test] for test in hidden if test not in visible}}
+    notes = [note] + [part for part in hidden_note.split("; ") if part and part not in note]
+    return results, "; ".join(n for n in notes if n), ran
+
+
+def grade_pass(
+    instructor_nb,
+    restored_nb,
+    spec,
+    package,
+    reference,
+    runner,
+    sandboxed,
+    budget,
+    stopwatch=None,
+    hidden_cells=True,
+    shown_cells=True,
+):
+    """One run of the notebook's cells (grade_cells): with its hidden cells or without (`hidden_cells`), and with
+    the page's cells shown or, as for the hidden ones, not (`shown_cells`: then only the hidden tests' results are
+    returned)."""
     targets = exercise_targets(instructor_nb)
     module = trusted_modules(reference, spec.earlier_modules, spec.module)
     sandbox.copy_worker_files(runner)
@@ -683,6 +727,7 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     heldout.use(spec.held_out_digits)  # the instructor's own held-out digits, if any (grading.grade.heldout)
     try:
         try:
+            remote.hidden = not shown_cells  # a pass that shows nothing runs all its calls in the hidden tests' worker
             remote.ensure_worker()
         except StudentError as error:
             notes.append(str(error))
@@ -691,20 +736,23 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
                 f"your module could not be imported ({remote.first_import}); each of your exercise cells "
                 "was run on its own instead, as in the notebook"
             )
-        ran.update(import_outputs(instructor_nb, remote))
+        if shown_cells:
+            ran.update(import_outputs(instructor_nb, remote))
         for cell in plan_cells(instructor_nb):
+            hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
+            if hidden and not hidden_cells:
+                continue
             if budget.expired():
-                if cell["kind"] == "test":
+                if cell["kind"] == "test" and (hidden or shown_cells):
                     results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
                 continue
-            hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
             # a solution cell runs the instructor's version here (what it shows is not the student's), a hidden test
             # the hidden inputs: neither shows anything
-            shown = None if hidden or cell["kind"] == "solution" else outputs.Shown()
-            remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden
-            flags = wire.simple_globals(remote.graded) if hidden else None
+            shown = None if hidden or cell["kind"] == "solution" or not shown_cells else outputs.Shown()
+            remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden or not shown_cells
+            flags = wire.simple_globals(remote.graded) if hidden and shown_cells else None
             passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown)  # calls first
-            remote.printed, remote.hidden = None, False
+            remote.printed, remote.hidden = None, not shown_cells
             if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
                 restore_simple_globals(remote.graded, flags)
             if shown is not None:
@@ -712,11 +760,12 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
             if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
                 install(namespace, cell["targets"], remote)
             if cell["kind"] == "test":
-                results[cell["id"]] = (passed, message)
-            elif not passed and not setup_failed:  # only the first failure says something: later ones follow
+                if hidden or shown_cells:
+                    results[cell["id"]] = (passed, message)
+            elif not passed and not setup_failed and shown_cells:  # (not where code that saw hidden inputs ran)
                 if "NotImplementedError" not in message:  # (an exercise not done yet is no news: its tests say so)
                     notes.append(f"the given cell {cell['id']} failed: {message[:300]}")
-                setup_failed = True
+                setup_failed = True  # only the first failure says something: later ones follow
     finally:
         variant.use(None)
         heldout.use(None)

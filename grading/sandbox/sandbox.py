@@ -344,6 +344,31 @@ def end_processes_of(user):
     )
 
 
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where every user may write (no private /tmp here)
+
+
+def remove_what_is_left_by(user, folders=SHARED_FOLDERS):
+    """Remove what the student user left where every user may write, and its System V IPC objects: the next process
+    of its (the hidden tests' worker after the page's, the next submission) finds nothing of this one's."""
+    if shutil.which("ipcrm"):
+        subprocess.run(["ipcrm", "--all"], user=user[0], group=user[1], extra_groups=[], env={}, capture_output=True)
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != user[0]:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
 def start(
     argv,
     binds,
@@ -420,5 +445,6 @@ def stop(process):
         process.cgroups.close()  # whatever escaped the PID namespace's end (nothing should) dies here
     if process.student_user is not None:
         end_processes_of(process.student_user)  # no PID namespace: what it detached dies here
+        remove_what_is_left_by(process.student_user)  # no private /tmp: what it wrote there goes
     if process.unsafe_workdir:
         shutil.rmtree(process.unsafe_workdir, ignore_errors=True)
