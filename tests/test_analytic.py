@@ -116,3 +116,14 @@ def test_a_probe_says_nothing_about_negligible_or_misshapen_gradients():
     assert probe_gaps((np.zeros(3),), (np.zeros(3),), np.ones(3)) is None
     assert probe_gaps((g,), (g.T,), g) is None
     assert probe_gaps((np.full(3, np.nan),), (np.ones(3),), np.ones(3)) == [(0, np.inf)]
+
+
+def test_an_empty_gradient_is_named_where_the_reference_has_one():
+    "np.allclose(np.zeros((0, 1, 1, 1, 1)), anything) is True: sol's SquareBackward (red team) returned one."
+    from grading.grade.analytic import emptied
+
+    reference = (np.ones((3, 2)), None, np.ones(4))
+    assert emptied((np.zeros((0, 1, 1, 1, 1)), None, np.ones(4)), reference) == [(0, (3, 2))]
+    assert emptied((np.zeros((0, 1), dtype=np.float32), np.ones(2), np.zeros(0)), reference) == [(0, (3, 2)), (2, (4,))]
+    assert emptied((np.ones((1, 2)), None, np.ones(4)), reference) == []  # other shapes: the test's own message
+    assert emptied((np.zeros((0, 3)),), (np.zeros((0, 3)),)) == []  # an empty batch's gradient is empty

@@ -179,3 +179,18 @@ def test_the_grader_refuses_an_array_the_worker_marks_read_only():
     header = {"objects": [[verdict.WORKER_NUMBERS + 50, "ar", 0]], "values": {}}
     with pytest.raises(wire.WireError, match="read-only"):
         grader.receive(header, [np.zeros(2)])
+
+
+def test_an_array_of_the_graders_object_keeps_its_shape():
+    """tom's optimizers (red team) gave each parameter an empty array as its data, which np.allclose finds close to
+    anything: on the grader's side an object's array keeps its shape; the worker's side takes what the grader sends."""
+    from grading.sandbox.wire import WireError, _same_shapes
+
+    class Parameter:
+        pass
+
+    p = Parameter()
+    p.data, p.name = np.ones(3), "w"
+    _same_shapes(p, {"data": np.zeros(3), "name": "v"})  # the same shape: a step
+    with pytest.raises(WireError, match=r"Parameter.data was given an array of shape \(0, 1\) for one of \(3,\)"):
+        _same_shapes(p, {"data": np.zeros((0, 1))})

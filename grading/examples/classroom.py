@@ -1,8 +1,8 @@
-"""A generated class of 47 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 49 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
-Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, one 14_higher_order.
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, one each 02_function, 10_optimizers and 14_higher_order.
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
@@ -16,6 +16,7 @@ from ..common.answers import solved
 from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
 
 ELEMENTWISE, ACTIVATIONS, HIGHER_ORDER = "04_elementwise", "07_activations", "14_higher_order"
+FUNCTION, OPTIMIZERS = "02_function", "10_optimizers"
 NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}  # stopped by the sandbox (bubblewrap) only
 REDTEAM_PORT = 47913  # iris tries to reach a server the red-team test listens with on this port
 DAEMON_MARK = "tinytorch-redteam-daemon"
@@ -397,6 +398,26 @@ def through_a_callback(gid, solution, stub):
     return solution[:start] + ZERO_THROUGH_A_CALLBACK + solution[end:]
 
 
+# An empty array is close to anything for np.allclose (it broadcasts to nothing): a rule that returns one as its
+# gradient (02), an optimizer that gives each parameter one as its data (10).
+EMPTY_GRADIENT = (
+    "return (grad_output * 2 * x,)",
+    "import numpy as np\n        return (Tensor(np.zeros((0, 1, 1, 1, 1))),)",
+)
+EMPTY_PARAMETERS = """        import numpy as np
+        if p.grad is not None:
+            p.data = np.zeros((0, 1, 1, 1, 1))
+"""
+
+
+def empty_parameters(gid, solution, stub):
+    "Both optimizers' update() replaced by EMPTY_PARAMETERS: nothing computed."
+    if gid not in ("solution-SGD", "solution-Adam"):
+        return solution
+    head, _ = stub.split("    def update(self, i, p, grad):\n", 1)
+    return head + "    def update(self, i, p, grad):\n" + EMPTY_PARAMETERS
+
+
 def chained(*answers):
     "An answer() that applies each of `answers` in turn (several exercises changed)."
 
@@ -591,6 +612,14 @@ def make_class(kit, out, grades=None):
         "ned": (ACTIVATIONS, submission(kit, ACTIVATIONS), points_of(ACTIVATIONS), ""),
         # 14: a change of the test's data carried by a callback (checked as the reply is): the honest work is none
         "rex": (HIGHER_ORDER, submission(kit, HIGHER_ORDER, through_a_callback), 0.0, "changed vectors[0] in place"),
+        # empty arrays where a test compares with np.allclose: a gradient of a rule, the parameters an optimizer moves
+        "sol": (
+            FUNCTION,
+            submission(kit, FUNCTION, replace_in("solution-SquareBackward", *EMPTY_GRADIENT)),
+            points_of(FUNCTION) - points_of(FUNCTION, {"square_backward"}),
+            "",
+        ),
+        "tom": (OPTIMIZERS, submission(kit, OPTIMIZERS, empty_parameters), 0.0, "was given an array of shape"),
         "pia": (
             ACTIVATIONS,
             submission(

@@ -47,6 +47,23 @@ def relative_gap(student, reference, grad_output):
     return gap / scale if np.isfinite(gap) else None
 
 
+def emptied(student_values, reference_values):
+    """[(input index, the reference's shape)] of each gradient the student's rule returned empty where the reference's
+    is not: np.allclose finds an empty array close to anything it broadcasts with. (Any other wrong shape is left to
+    the test, whose message says more: a missing unbroadcast, say.)"""
+    student_values, reference_values = _as_tuple(student_values), _as_tuple(reference_values)
+    if len(student_values) != len(reference_values):
+        return []
+    found = []
+    for index, (mine, theirs) in enumerate(zip(student_values, reference_values)):
+        mine, theirs = (
+            value if isinstance(value, np.ndarray) else getattr(value, "data", None) for value in (mine, theirs)
+        )
+        if isinstance(mine, np.ndarray) and isinstance(theirs, np.ndarray) and mine.size == 0 < theirs.size:
+            found.append((index, theirs.shape))
+    return found
+
+
 def numerical_gaps(student_values, reference_values, grad_output):
     "[(input index, relative gap)] of each gradient that agrees with the reference like a numerical one does."
     student_values, reference_values = _as_tuple(student_values), _as_tuple(reference_values)

@@ -539,8 +539,15 @@ def refuse_numerical_rule(qualname, value, reference, args, kwargs, probe=False)
         grad_output = args[1] if len(args) > 1 else kwargs.get("grad_output")
         gaps = analytic.numerical_gaps(value, expected, grad_output)
         exact = probe and analytic.probe_gaps(value, expected, grad_output) == []
+        emptied = analytic.emptied(value, expected)
     except Exception:
         return False  # the reference does not take these arguments: the test's own comparison decides
+    if emptied:  # close to anything for np.allclose
+        index, shape = emptied[0]
+        raise wire.EXCEPTIONS["ValueError"](
+            f"your {qualname.removesuffix('.apply')} returned an empty gradient for input {index}, whose gradient has "
+            f"shape {shape}: a gradient has its input's shape"
+        )
     if gaps:
         raise wire.EXCEPTIONS["ValueError"](analytic.message(qualname.removesuffix(".apply"), gaps))
     return exact
