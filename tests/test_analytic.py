@@ -127,3 +127,15 @@ def test_an_empty_gradient_is_named_where_the_reference_has_one():
     assert emptied((np.zeros((0, 1), dtype=np.float32), np.ones(2), np.zeros(0)), reference) == [(0, (3, 2)), (2, (4,))]
     assert emptied((np.ones((1, 2)), None, np.ones(4)), reference) == []  # other shapes: the test's own message
     assert emptied((np.zeros((0, 3)),), (np.zeros((0, 3)),)) == []  # an empty batch's gradient is empty
+
+
+def test_while_graded_an_empty_array_is_close_only_to_an_empty_one():
+    "np.allclose broadcasts np.zeros((0, 1, 1, 1, 1)) against anything to nothing, and all of nothing is True."
+    from grading.grade.verdict import strict_allclose
+
+    empty = np.zeros((0, 1, 1, 1, 1))
+    assert np.allclose(empty, [0.46, -0.92]) and np.allclose(empty, 1.0)  # the hole, in NumPy itself
+    assert not strict_allclose(empty, [0.46, -0.92]) and not strict_allclose(Tensor(empty), np.ones((3, 2)))
+    assert not strict_allclose(np.ones(3), np.zeros((0, 3)))
+    assert strict_allclose(np.zeros((0, 3)), np.zeros((0, 3))) and strict_allclose(np.ones(3), 1.0)
+    assert not strict_allclose(np.ones(3), 2.0)

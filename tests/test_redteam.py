@@ -1,4 +1,4 @@
-"""Red team: a class of 49 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 51 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -136,9 +136,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_49_submissions_of_every_kind(graded_class):
+def test_the_class_has_51_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 49 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 51 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -172,12 +172,14 @@ def test_a_change_carried_by_a_callback_is_checked_as_a_reply_is(graded_class):
     check(graded_class, "rex")
 
 
-@pytest.mark.parametrize("student", ["sol", "tom"])
+@pytest.mark.parametrize("student", ["sol", "tom", "uli", "vera"])
 def test_an_empty_array_is_not_close_to_the_answer(graded_class, student):
     """np.allclose finds an empty array close to anything of up to four axes. sol's SquareBackward returns one as its
-    gradient (4 of 4 before), tom's optimizers give every parameter one as its data (7 of 9 with nothing computed):
-    a rule's gradient may not be empty where the reference's is not, and an array of the grader's objects keeps its
-    shape."""
+    gradient (4 of 4 before), tom's optimizers give every parameter one as its data (7 of 9 with nothing computed),
+    uli's SquareBackward hides one inside a Tensor's data (4 of 4), vera's run_backward hands one to every leaf (8 of
+    19, against 2 with run_backward undone): a rule's gradient may not be empty where the reference's is not, an
+    array of the grader's objects keeps its shape, a Tensor's data is an array, and while a notebook is graded
+    np.allclose finds an empty array close only to an empty one (verdict.strict_allclose)."""
     check(graded_class, student)
 
 

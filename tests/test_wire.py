@@ -194,3 +194,22 @@ def test_an_array_of_the_graders_object_keeps_its_shape():
     _same_shapes(p, {"data": np.zeros(3), "name": "v"})  # the same shape: a step
     with pytest.raises(WireError, match=r"Parameter.data was given an array of shape \(0, 1\) for one of \(3,\)"):
         _same_shapes(p, {"data": np.zeros((0, 1))})
+
+
+def test_a_tensors_data_is_an_array_and_an_array_stays_one():
+    "uli hid an empty array inside a Tensor's data (a Tensor, a list, a tuple): np.allclose saw through it."
+    from grading.sandbox.wire import WireError, _same_shapes
+
+    class Tensor:
+        pass
+
+    class Layer:
+        pass
+
+    blank, layer = Tensor(), Layer()
+    layer.mask = np.ones(3)
+    for wrapped in (Tensor(), [np.zeros((0, 1))], (np.zeros((0, 1)),)):
+        with pytest.raises(WireError, match="a Tensor whose data is a"):
+            _same_shapes(blank, {"data": wrapped})
+    with pytest.raises(WireError, match=r"Layer.mask, an array, was given a list"):
+        _same_shapes(layer, {"mask": [1.0, 2.0, 3.0]})

@@ -1,8 +1,8 @@
-"""A generated class of 49 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 51 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
-Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, one each 02_function, 10_optimizers and 14_higher_order.
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, two 02_function, one each 06_autograd, 10_optimizers and 14_higher_order.
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
@@ -16,7 +16,7 @@ from ..common.answers import solved
 from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
 
 ELEMENTWISE, ACTIVATIONS, HIGHER_ORDER = "04_elementwise", "07_activations", "14_higher_order"
-FUNCTION, OPTIMIZERS = "02_function", "10_optimizers"
+FUNCTION, AUTOGRAD, OPTIMIZERS = "02_function", "06_autograd", "10_optimizers"
 NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}  # stopped by the sandbox (bubblewrap) only
 REDTEAM_PORT = 47913  # iris tries to reach a server the red-team test listens with on this port
 DAEMON_MARK = "tinytorch-redteam-daemon"
@@ -34,6 +34,12 @@ def points_of(notebook, rules=None):
         ):
             total += float(meta["points"])
     return total
+
+
+def points_of_tests(notebook, names):
+    "Points of the tests named exactly (a hidden one not included with its visible one)."
+    cells = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells
+    return sum(float(nbgrader_meta(c)["points"]) for c in cells if nbgrader_meta(c).get("grade_id") in names)
 
 
 def submission(kit, notebook, answer=None):
@@ -410,6 +416,25 @@ EMPTY_PARAMETERS = """        import numpy as np
 """
 
 
+EMPTY_IN_A_TENSOR = (  # the same inside a Tensor: its data a Tensor holding the empty array
+    "return (grad_output * 2 * x,)",
+    "import numpy as np\n        t = Tensor(0.0)\n        t.data = Tensor(np.zeros((0, 1, 1, 1, 1)))\n        return (t,)",
+)
+EMPTY_LEAF_GRADIENTS = """        for tensor in topological_order(root):
+            if tensor._grad_fn is None and tensor.requires_grad:
+                leaves.append((tensor, Tensor(np.zeros((0, 1, 1, 1, 1)))))
+"""
+
+
+def empty_leaf_gradients(gid, solution, stub):
+    "run_backward's loop replaced by EMPTY_LEAF_GRADIENTS: every leaf is handed an empty gradient, nothing computed."
+    if gid != "solution-run_backward":
+        return solution
+    start = solution.index("        for tensor in topological_order(root):")
+    end = solution.index("function.release()\n") + len("function.release()\n")
+    return solution[:start] + EMPTY_LEAF_GRADIENTS + solution[end:]
+
+
 def empty_parameters(gid, solution, stub):
     "Both optimizers' update() replaced by EMPTY_PARAMETERS: nothing computed."
     if gid not in ("solution-SGD", "solution-Adam"):
@@ -620,6 +645,18 @@ def make_class(kit, out, grades=None):
             "",
         ),
         "tom": (OPTIMIZERS, submission(kit, OPTIMIZERS, empty_parameters), 0.0, "was given an array of shape"),
+        "uli": (
+            FUNCTION,
+            submission(kit, FUNCTION, replace_in("solution-SquareBackward", *EMPTY_IN_A_TENSOR)),
+            points_of(FUNCTION) - points_of(FUNCTION, {"square_backward"}),
+            "",
+        ),
+        "vera": (  # only topological_order's visible test needs no run_backward
+            AUTOGRAD,
+            submission(kit, AUTOGRAD, empty_leaf_gradients),
+            points_of_tests(AUTOGRAD, {"topological_order"}),
+            "",
+        ),
         "pia": (
             ACTIVATIONS,
             submission(

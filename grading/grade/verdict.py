@@ -693,6 +693,18 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     return results, "; ".join(n for n in notes if n), ran
 
 
+ALLCLOSE = np.allclose
+
+
+def strict_allclose(a, b, *args, **kwargs):
+    """np.allclose as the tests call it while a notebook is graded, less its vacuous truth: an empty array broadcast
+    against a non-empty one compares no element, so np.allclose finds it close to anything (a rule or an optimizer
+    that returned np.zeros((0, 1, 1, 1, 1)) passed the tests that compare with it)."""
+    if (np.size(a) == 0) != (np.size(b) == 0):
+        return False
+    return ALLCLOSE(a, b, *args, **kwargs)
+
+
 def grade_pass(
     instructor_nb,
     restored_nb,
@@ -749,6 +761,7 @@ def grade_pass(
             hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
             if hidden and not hidden_cells:
                 continue
+            np.allclose = strict_allclose  # until the end of the pass (finally below)
             if budget.expired():
                 if cell["kind"] == "test" and (hidden or shown_cells):
                     results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
@@ -774,6 +787,7 @@ def grade_pass(
                     notes.append(f"the given cell {cell['id']} failed: {message[:300]}")
                 setup_failed = True  # only the first failure says something: later ones follow
     finally:
+        np.allclose = ALLCLOSE
         variant.use(None)
         heldout.use(None)
         remote.close()

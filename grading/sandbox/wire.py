@@ -211,14 +211,18 @@ def _fingerprint(value):
 
 
 def _same_shapes(target, state):
-    """Refuse a new state that gives one of the object's arrays another shape: an optimizer's `p.data = np.zeros((0,
-    1))` would be an array that np.allclose finds close to anything (it broadcasts to nothing)."""
+    """Refuse a new state that gives one of the object's arrays another shape, or something else than an array, and a
+    Tensor whose data is not an array: an optimizer's `p.data = np.zeros((0, 1))` (or a Tensor or a list holding
+    one) would be what np.allclose finds close to anything (it broadcasts to nothing)."""
+    kind = type(target).__name__
+    if kind == "Tensor" and "data" in state and not isinstance(state["data"], np.ndarray):
+        raise WireError(f"a Tensor whose data is a {type(state['data']).__name__}, not an array")
     for name, old in vars(target).items():
         new = state.get(name, old)
-        if isinstance(old, np.ndarray) and isinstance(new, np.ndarray) and new.shape != old.shape:
-            raise WireError(
-                f"{type(target).__name__}.{name} was given an array of shape {new.shape} for one of {old.shape}"
-            )
+        if isinstance(old, np.ndarray) and not isinstance(new, np.ndarray):
+            raise WireError(f"{kind}.{name}, an array, was given a {type(new).__name__}")
+        if isinstance(old, np.ndarray) and new.shape != old.shape:
+            raise WireError(f"{kind}.{name} was given an array of shape {new.shape} for one of {old.shape}")
 
 
 class Session:
