@@ -145,3 +145,35 @@ def test_a_busy_machine_gives_the_table_of_a_quiet_one(alice, tmp_path):
     assert loaded.returncode == 0, errors
     assert table(tmp_path / "busy") == table(tmp_path / "quiet")
     assert table(tmp_path / "quiet")[("slowpoke", NB)][:2] == ("4", "4")
+
+
+def test_a_page_the_grader_cannot_make_loses_no_score(alice, tmp_path):
+    """A renderer failure (a pasted image's reference or an unclosed <style> did it, before page.py handled them) kept
+    the job from writing its result: the row was 'not graded'. Now the score stands and the note says why there is no
+    page. The failure is made here by a sitecustomize that breaks the page's renderer in every grading process."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import grading.reports.feedback as feedback\n"
+        "made = feedback.publish\n"
+        "def publish(path, *args, **kwargs):\n"
+        "    if 'alice' in str(path):  # (the reference solution's page, checked first, is made)\n"
+        "        raise ValueError('not enough values to unpack (the renderer, broken on purpose)')\n"
+        "    return made(path, *args, **kwargs)\n"
+        "feedback.publish = publish\n"
+    )
+    subs = make_class(tmp_path / "subs", alice, ["alice"])
+    (tmp_path / "out" / "feedback" / "alice").mkdir(parents=True)
+    (tmp_path / "out" / "feedback" / "alice" / f"{NB}.html").write_text("an earlier run's page")
+    env = {**os.environ, "PYTHONPATH": f"{hooks}{os.pathsep}{REPO}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "grading", "autograde", str(subs), "--out", str(tmp_path / "out")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    score, most, note = table(tmp_path / "out")[("alice", NB)]
+    assert float(score) == float(most) == 4 and "no feedback page: the grader could not make it" in note, note
+    assert not (tmp_path / "out" / "feedback" / "alice" / f"{NB}.html").exists()

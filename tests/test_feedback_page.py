@@ -218,11 +218,13 @@ def test_only_the_verdicts_score_is_on_the_page(tmp_path):
 def test_plain_notebook_keeps_only_what_a_page_shows():
     data = json.loads(nbformat.writes(attacked_notebook()))
     data["metadata"] = {"widgets": {"state": "<script>alert(16)</script>"}, "title": "<script>alert(17)</script>"}
-    data["cells"][0]["attachments"] = {"x.png": {"image/png": PNG}}
+    data["cells"][0]["attachments"] = {"x.png": {"image/png": PNG, "image/svg+xml": "<svg onload=alert(18)>"}}
     data["cells"][2]["outputs"].append({"output_type": "display_data", "data": {"text/html": ["<b>", "list"]}})
     data["cells"][2]["execution_count"] = 3
     nb = plain_notebook(data)
-    assert nb.metadata == {"language_info": {"name": "python"}} and "attachments" not in nb.cells[0]
+    assert nb.metadata == {"language_info": {"name": "python"}} and nb.cells[0].attachments == {
+        "x.png": {"image/png": PNG}
+    }
     assert nb.cells[2].execution_count == 3 and "In\xa0[3]:" in html.unescape(render(nb, "13_embedding", BANNER))
     mimes = {m for c in nb.cells for o in c.get("outputs", []) for m in o.get("data", {})}
     assert "application/javascript" not in mimes and nb.cells[2].outputs[-1].data["text/html"] == "<b>list"
@@ -381,3 +383,26 @@ def test_the_page_shows_what_the_students_code_printed_and_nothing_of_the_hidden
     assert hidden_after_a_count and counts == list(range(1, len(counts) + 1)) and len(counts) > 5
     page = (attacked_run / "feedback" / "ned" / "04_elementwise.html").read_text()
     assert "unbroadcast call 1" in page
+
+
+def test_a_pasted_image_shows_and_a_missing_one_breaks_nothing():
+    """JupyterLab keeps an image dragged into a markdown cell in the cell (`attachment:NAME`); a reference to one that
+    is not there made nbconvert refuse the notebook, and the job lost its score (an attacker helper's finding)."""
+    nb = {"cells": [{"cell_type": "markdown", "source": "![plot](attachment:plot.png) ![gone](attachment:gone.png)"}]}
+    nb["cells"][0]["attachments"] = {"plot.png": {"image/png": PNG}, "bad": "not a bundle"}
+    page = render(plain_notebook(nb), "01_tensor", BANNER)
+    assert f'src="data:image/png;base64,{PNG}' in page and "gone.png" not in page
+
+
+@pytest.mark.parametrize("opened", ["<style>", "<script>", "<script>alert(19)", "<style>p {color: red}"])
+def test_an_unclosed_script_or_style_cell_leaves_the_other_cells_on_the_page(opened):
+    "nbconvert's re-parse let an unclosed tag swallow the page's markers: each cell is then rendered on its own."
+    cells = [
+        nbformat.v4.new_markdown_cell("# Before"),
+        nbformat.v4.new_markdown_cell(opened),
+        nbformat.v4.new_code_cell("x = 1", outputs=[display("text/html", opened)]),
+        nbformat.v4.new_markdown_cell("# After"),
+    ]
+    page = render(plain_notebook(json.loads(nbformat.writes(nbformat.v4.new_notebook(cells=cells)))), "t", BANNER)
+    assert "Before" in page and "After" in page and BANNER in page and "x = 1" in html.unescape(page)
+    assert "<script>alert" not in page  # (a cell that loses the markers even alone is shown as escaped text)

@@ -6,6 +6,7 @@ import os
 import string
 
 import nbformat
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -141,3 +142,18 @@ def test_any_folder_of_submissions_is_read_without_an_exception(tmp_path_factory
     for name, _ in entries:
         if not name.startswith("."):
             assert submissions.shown(name) in students, f"{name!r} has no row"
+
+
+@pytest.mark.parametrize("name", ["<img src=x onerror=alert(2)>", 'x";alert(1);"', "a&b", "=1+1", "＝1+1", "o'hara"])
+def test_a_student_folder_name_that_html_or_a_script_string_would_read_is_refused(name):
+    """The folder name becomes the student's id in nbgrader's marking pages (formgrader), whose templates do not
+    escape it: an attacker helper ran script in the marker's Jupyter from a folder named <img src=x onerror=...>."""
+    problem = submissions.name_problem(name)
+    assert problem and "rename the folder" in problem
+
+
+@pytest.mark.parametrize(
+    "name", ["alice", "ada-example-edu", "Ada Lovelace", "a.b+c@x.edu", "émile", "e\u0301mile", "Łukasz"]
+)
+def test_names_of_letters_digits_accents_and_a_little_punctuation_are_taken(name):
+    assert submissions.name_problem(name) is None

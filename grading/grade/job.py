@@ -206,7 +206,14 @@ def grade(spec):
             result["manual_points"] = manual_points(instructor)
             if notebook is not None and spec.page:
                 write_atomic(spec.page, nbformat.writes(notebook))
-            write_feedback(notebook, spec, result, released)
+            try:
+                write_feedback(notebook, spec, result, released)
+            except Exception as error:  # noqa: BLE001  (the renderer's failure: the score stands, the note says so)
+                Path(spec.feedback).unlink(missing_ok=True)  # no page of an earlier run in its place
+                manual = result["manual_points"]
+                failed = f"no feedback page: the grader could not make it ({type(error).__name__}: {str(error)[:200]})"
+                result = score(spec, tests, verdicts, [note, failed], hidden, hours)
+                result["manual_points"] = manual
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     write_atomic(spec.result, json.dumps(result, indent=1))

@@ -9,6 +9,7 @@ the grader will build a path from (the student's, the assignment's) is checked f
 
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +28,21 @@ class Problem:
     note: str
 
 
+NAME_PUNCTUATION = " ._-+@"  # besides letters, digits and accents (any script's, NFC or NFD): a folder name may hold
+
+
 def name_problem(name):
     "Why `name` cannot name a student's or an assignment's files (None when it can)."
     if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
         return f"the name is {len(name.encode('utf-8', 'surrogateescape'))} bytes long (at most {MAX_NAME_BYTES})"
     if not name.isprintable() or "\\" in name or name.startswith(("-", ".")):
         return "the name has characters that cannot name a file everywhere (control characters, a backslash, or a leading '-' or '.')"
+    if not all(c.isalnum() or c in NAME_PUNCTUATION or unicodedata.category(c).startswith("M") for c in name):
+        return (
+            f"the name has characters other than letters, digits, spaces and {' '.join(NAME_PUNCTUATION.strip())}: "
+            "it becomes the student's id in nbgrader's marking pages, which show it as HTML unescaped (a name holding "
+            "a tag would run there as script); rename the folder"
+        )
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

@@ -13,6 +13,7 @@ so maths shows without a network.
 import copy
 import functools
 import hashlib
+import html
 import json
 import re
 import secrets
@@ -128,7 +129,14 @@ def plain_cell(cell):
     nbgrader = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
     metadata = {"nbgrader": {"grade": True}} if isinstance(nbgrader, dict) and nbgrader.get("grade") is True else {}
     if cell["cell_type"] == "markdown":
-        return nbformat.v4.new_markdown_cell(source, metadata=metadata)
+        markdown = nbformat.v4.new_markdown_cell(source, metadata=metadata)
+        images = shown_attachments(cell.get("attachments"))
+        if images:
+            markdown.attachments = images
+        markdown.source = re.sub(  # a reference to an attachment not kept: nbconvert would refuse the notebook
+            r"attachment:([^\s)\"'>]*)", lambda m: m[0] if m[1] in images else "#", source
+        )
+        return markdown
     if cell["cell_type"] == "raw":
         return nbformat.v4.new_raw_cell(source, metadata=metadata)
     outputs = cell.get("outputs", [])
@@ -138,6 +146,22 @@ def plain_cell(cell):
     count = cell.get("execution_count")
     count = count if isinstance(count, int) and not isinstance(count, bool) else None
     return nbformat.v4.new_code_cell(source, metadata=metadata, outputs=shown, execution_count=count)
+
+
+def shown_attachments(attachments):
+    """The images pasted into a markdown cell (JupyterLab keeps them in the cell, as base64): PNG, JPEG and GIF, each
+    a string, as the page shows them (sanitise lets only these through as data URLs)."""
+    if not isinstance(attachments, dict):
+        return {}
+    kept = {}
+    for name, bundle in attachments.items():
+        if isinstance(name, str) and isinstance(bundle, dict):
+            data = {
+                m: v for m, v in bundle.items() if m in ("image/png", "image/jpeg", "image/gif") and isinstance(v, str)
+            }
+            if data:
+                kept[name] = data
+    return kept
 
 
 def plain_notebook(data):
@@ -232,10 +256,11 @@ def render(nb, title, banner, cache=None):
         **{"metadata": {"name": title}, "page_mathjax": MATHJAX},
         **{"cells_begin": begin, "cells_end": end, "cell_begin": between},
     }
-    page, _ = exporter().from_notebook_node(todo, resources=resources)
-    head, rest = page.split(begin)
-    cells, tail = rest.split(end)
-    before, *made = cells.split(between)
+    try:
+        head, before, made, tail = rendered_parts(todo, resources, len(todo.cells))
+    except ValueError:  # a cell's unclosed <script> or <style> swallowed a marker: each cell on its own, then
+        head, before, _, tail = rendered_parts(nbformat.v4.new_notebook(), resources, 0)
+        made = [rendered_alone(cell, resources) for cell in todo.cells]
     made = iter(made)
     for i in range(len(nb.cells)):
         if shown[i] is None:
@@ -243,6 +268,26 @@ def render(nb, title, banner, cache=None):
             if keys[i]:
                 cache.put(keys[i], shown[i])
     return head + banner + sanitise(before) + "".join(shown) + tail
+
+
+def rendered_parts(nb, resources, count):
+    "(head, the HTML before the cells, [each cell's HTML], tail) of nbconvert's page; ValueError if a marker is lost."
+    page, _ = exporter().from_notebook_node(nb, resources=resources)
+    head, rest = page.split(resources["cells_begin"])
+    cells, tail = rest.split(resources["cells_end"])
+    before, *made = cells.split(resources["cell_begin"])
+    if len(made) != count:
+        raise ValueError(f"{len(made)} cells rendered of {count}")
+    return head, before, made, tail
+
+
+def rendered_alone(cell, resources):
+    "One cell's HTML from a notebook of its own; its source as text where even that loses a marker."
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    try:
+        return rendered_parts(nb, resources, 1)[2][0]
+    except ValueError:
+        return f"<pre>{html.escape(cell.source)}</pre>"
 
 
 class PageCache:
