@@ -337,3 +337,19 @@ def test_collect_then_autograde_grades_the_notebook_late_by_the_lms_time(tmp_pat
     assert float(row["score"]) == float(row["max_score"]) > 0
     assert float(row["late_by_hours"]) == pytest.approx(1.52, abs=0.01)  # 01:30 against 23:59 the day before
     assert float(row["penalty"]) > 0
+
+
+def test_a_flat_folder_name_that_must_change_never_lands_on_another_students_or_on_collects_files(tmp_path, course):
+    """'!!!' slugs to nothing and '<script>' to 'script': each took a real student's folder of that name (one
+    notebook 'superseded'), and a folder named roster.csv crashed collect after it had placed the notebooks."""
+    download = tmp_path / "flat"
+    for folder, text in [("!!!", "a"), ("student", "b"), ("<script>", "c"), ("script", "d"), ("roster.csv", "e")]:
+        (download / folder).mkdir(parents=True)
+        (download / folder / "02_function.ipynb").write_bytes(tiny(text=text))
+    out = tmp_path / "submissions"
+    collect(download, "flat", out, notebooks_dir=course)
+    placed = {p.parent.parent.name: p.read_text() for p in out.glob("*/02_function/02_function.ipynb")}
+    assert len(placed) == 5 and {"student", "script", "roster-csv"} <= set(placed), sorted(placed)
+    assert "# b" in placed["student"] and "# d" in placed["script"] and "# e" in placed["roster-csv"]
+    assert (out / "roster.csv").is_file() and (out / "collect-report.csv").is_file()
+    assert sorted(p.student for p in read_roster(out / "roster.csv")) == sorted(placed)

@@ -27,6 +27,7 @@ the submission time when the LMS gives one.
   the file's own.
 """
 
+import hashlib
 import os
 import re
 import stat
@@ -339,17 +340,23 @@ def parse_time(value):
         return None
 
 
+OWN_FILES = ("roster.csv", "collect-report.csv")  # what collect writes beside the students' folders (collect.py)
+
+
 def flat(members, download):
     "Found and Unplaced of a folder of <student>/<anything>.ipynb (see the module's docstring)."
     found, unplaced = [], []
+    folders = {member.path.split("/")[0] for member in members}
     for member in members:
         parts = member.path.split("/")
         if len(parts) < 2:
             unplaced.append(Unplaced(member.path, "not in a student folder: expected <student>/<assignment>.ipynb"))
             continue
         student, note = parts[0], ""
-        if name_problem(student):
+        if name_problem(student) or student.lower() in OWN_FILES:
             student = slug(student) or "student"
+            if student in folders or student.lower() in OWN_FILES:  # another student's folder: never merged with it
+                student += "-" + hashlib.sha256(parts[0].encode("utf-8", "surrogateescape")).hexdigest()[:8]
             note = f"the folder name {printable(parts[0])!r} cannot name a student's folder: {student} instead"
         found.append(Found(member, Person(student=student), parts[-1], [parts[-1], *reversed(parts[1:-1])], note=note))
     return found, unplaced
