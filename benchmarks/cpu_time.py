@@ -48,20 +48,26 @@ def contenders():
     return found
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=9, help="rounds per contender (default 9)")
-    args = parser.parse_args(argv)
-    found = contenders()
+def least_disturbed(found, rounds):
+    """{name: seconds per call} of {name: (function, calls per round)}: each warmed up, then timed by CPU time in
+    alternation for `rounds` rounds, its least disturbed round kept."""
     best = dict.fromkeys(found, float("inf"))
     for function, _ in found.values():
         function()  # warm up
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for name, (function, calls) in found.items():
             start = time.process_time()
             for _ in range(calls):
                 function()
             best[name] = min(best[name], (time.process_time() - start) / calls)
+    return best
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=9, help="rounds per contender (default 9)")
+    args = parser.parse_args(argv)
+    best = least_disturbed(contenders(), args.rounds)
     mlp = best["tinytorch MLP step"] / best["numpy MLP step"]
     print(
         f"MLP step, digits: tinytorch {best['tinytorch MLP step'] * 1e6:.0f} µs, "

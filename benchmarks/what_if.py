@@ -18,14 +18,13 @@ Contenders, all on the digits step of run.py (64→128→10, batch 64, SGD), the
   check, message and hook left out (`lean_backward`).
 
 None of these is the course's engine: they are experiments to put numbers on the README's profile. Timed by CPU
-time (`time.process_time`), the minimum of the rounds, contenders in alternation, as cpu_time.py does, so that a
+time (`time.process_time`), the minimum of the rounds, contenders in alternation (cpu_time.least_disturbed), so that a
 loaded machine disturbs the ratios less.
 """
 
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -35,6 +34,7 @@ import numpy as np  # noqa: E402  (after the thread settings)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cpu_time  # noqa: E402  (its timing by CPU time)
 import run  # noqa: E402  (run.py's contenders, and tinytorch on the path)
 
 from tinytorch.core import function as function_module  # noqa: E402
@@ -202,17 +202,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9, help="rounds per contender (default 9)")
     args = parser.parse_args(argv)
-    found = contenders()
-    best = dict.fromkeys(found, float("inf"))
-    for step in found.values():
-        step()  # warm up
-    calls = 300
-    for _ in range(args.rounds):
-        for name, step in found.items():
-            start = time.process_time()
-            for _ in range(calls):
-                step()
-            best[name] = min(best[name], (time.process_time() - start) / calls)
+    best = cpu_time.least_disturbed({name: (step, 300) for name, step in contenders().items()}, args.rounds)
     hand = best["hand-written NumPy"]
     print(f"digits MLP step {SIZES[0]}→{SIZES[1]}→{SIZES[2]}, batch {BATCH}: CPU time, minimum of {args.rounds} rounds")
     print("| contender | µs per step | × hand-written NumPy |")
