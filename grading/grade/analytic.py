@@ -27,12 +27,16 @@ NEAR = 1e-2  # up to this far from the reference but not within FORMULA: numeric
 NEGLIGIBLE = 1e-8  # gradients this small next to grad_output are cancellation noise, compared by no one
 
 
+def array_of(value):
+    "The array of a gradient (a Tensor or an array), else None."
+    array = value if isinstance(value, np.ndarray) else getattr(value, "data", None)
+    return array if isinstance(array, np.ndarray) else None
+
+
 def as_float64(value):
     "The float64 array of a gradient (a Tensor or an array), else None."
-    array = value if isinstance(value, np.ndarray) else getattr(value, "data", None)
-    if isinstance(array, np.ndarray) and array.dtype == np.float64:
-        return array
-    return None
+    array = array_of(value)
+    return array if array is not None and array.dtype == np.float64 else None
 
 
 def relative_gap(student, reference, grad_output):
@@ -55,11 +59,8 @@ def emptied(student_values, reference_values):
     if len(student_values) != len(reference_values):
         return []
     found = []
-    for index, (mine, theirs) in enumerate(zip(student_values, reference_values)):
-        mine, theirs = (
-            value if isinstance(value, np.ndarray) else getattr(value, "data", None) for value in (mine, theirs)
-        )
-        if isinstance(mine, np.ndarray) and isinstance(theirs, np.ndarray) and mine.size == 0 < theirs.size:
+    for index, (mine, theirs) in enumerate(zip(map(array_of, student_values), map(array_of, reference_values))):
+        if mine is not None and theirs is not None and mine.size == 0 < theirs.size:
             found.append((index, theirs.shape))
     return found
 

@@ -210,10 +210,11 @@ def grade(spec):
                 write_feedback(notebook, spec, result, released)
             except Exception as error:  # noqa: BLE001  (the renderer's failure: the score stands, the note says so)
                 Path(spec.feedback).unlink(missing_ok=True)  # no page of an earlier run in its place
-                manual = result["manual_points"]
                 failed = f"no feedback page: the grader could not make it ({type(error).__name__}: {str(error)[:200]})"
-                result = score(spec, tests, verdicts, [note, failed], hidden, hours)
-                result["manual_points"] = manual
+                result = {
+                    **score(spec, tests, verdicts, [note, failed], hidden, hours),
+                    "manual_points": result["manual_points"],
+                }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     write_atomic(spec.result, json.dumps(result, indent=1))

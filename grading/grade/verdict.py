@@ -757,11 +757,11 @@ def grade_pass(
             )
         if shown_cells:
             ran.update(import_outputs(instructor_nb, remote))
+        np.allclose = strict_allclose  # while the cells run (put back in the finally below)
         for cell in plan_cells(instructor_nb):
             hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
             if hidden and not hidden_cells:
                 continue
-            np.allclose = strict_allclose  # until the end of the pass (finally below)
             if budget.expired():
                 if cell["kind"] == "test" and (hidden or shown_cells):
                     results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")

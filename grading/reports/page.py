@@ -84,6 +84,7 @@ def own_cell(cell):
 # -- What crosses: the executed notebook, as plain data --------------------------------------------------------------
 
 SHOWN_MIME_TYPES = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif")
+SHOWN_IMAGE_TYPES = tuple(m for m in SHOWN_MIME_TYPES if m.startswith("image/"))
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
 
 
@@ -129,13 +130,13 @@ def plain_cell(cell):
     nbgrader = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
     metadata = {"nbgrader": {"grade": True}} if isinstance(nbgrader, dict) and nbgrader.get("grade") is True else {}
     if cell["cell_type"] == "markdown":
-        markdown = nbformat.v4.new_markdown_cell(source, metadata=metadata)
         images = shown_attachments(cell.get("attachments"))
-        if images:
-            markdown.attachments = images
-        markdown.source = re.sub(  # a reference to an attachment not kept: nbconvert would refuse the notebook
+        source = re.sub(  # a reference to an attachment not kept: nbconvert would refuse the notebook
             r"attachment:([^\s)\"'>]*)", lambda m: m[0] if m[1] in images else "#", source
         )
+        markdown = nbformat.v4.new_markdown_cell(source, metadata=metadata)
+        if images:
+            markdown.attachments = images
         return markdown
     if cell["cell_type"] == "raw":
         return nbformat.v4.new_raw_cell(source, metadata=metadata)
@@ -156,9 +157,7 @@ def shown_attachments(attachments):
     kept = {}
     for name, bundle in attachments.items():
         if isinstance(name, str) and isinstance(bundle, dict):
-            data = {
-                m: v for m, v in bundle.items() if m in ("image/png", "image/jpeg", "image/gif") and isinstance(v, str)
-            }
+            data = {m: v for m, v in bundle.items() if m in SHOWN_IMAGE_TYPES and isinstance(v, str)}
             if data:
                 kept[name] = data
     return kept
