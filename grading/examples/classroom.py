@@ -638,19 +638,16 @@ def make_class(kit, out, grades=None):
         # 14: a change of the test's data carried by a callback (checked as the reply is): the honest work is none
         "rex": (HIGHER_ORDER, submission(kit, HIGHER_ORDER, through_a_callback), 0.0, "changed vectors[0] in place"),
         # empty arrays where a test compares with np.allclose: a gradient of a rule, the parameters an optimizer moves
-        "sol": (
-            FUNCTION,
-            submission(kit, FUNCTION, replace_in("solution-SquareBackward", *EMPTY_GRADIENT)),
-            points_of(FUNCTION) - points_of(FUNCTION, {"square_backward"}),
-            "",
-        ),
+        **{  # SquareBackward returns an empty gradient (sol), or one inside a Tensor's data (uli)
+            student: (
+                FUNCTION,
+                submission(kit, FUNCTION, replace_in("solution-SquareBackward", *empty)),
+                points_of(FUNCTION) - points_of(FUNCTION, {"square_backward"}),
+                "",
+            )
+            for student, empty in (("sol", EMPTY_GRADIENT), ("uli", EMPTY_IN_A_TENSOR))
+        },
         "tom": (OPTIMIZERS, submission(kit, OPTIMIZERS, empty_parameters), 0.0, "was given an array of shape"),
-        "uli": (
-            FUNCTION,
-            submission(kit, FUNCTION, replace_in("solution-SquareBackward", *EMPTY_IN_A_TENSOR)),
-            points_of(FUNCTION) - points_of(FUNCTION, {"square_backward"}),
-            "",
-        ),
         "vera": (  # only topological_order's visible test needs no run_backward
             AUTOGRAD,
             submission(kit, AUTOGRAD, empty_leaf_gradients),
