@@ -239,3 +239,44 @@ def test_gradcheck_names_the_mistake_too():
             gradcheck(lambda a, b: a * b, [x, y])
     finally:
         E.MulBackward.apply = original
+
+
+@pytest.mark.parametrize(
+    "mistake, expected",
+    [
+        (lambda g: g, "summing it over axis 0 gives the right gradient of shape (3,)"),
+        (lambda g: -g, "summed, it is still wrong: wrong sign: it is -1 × the right gradient"),
+        (lambda g: g / 4, "summed, it is still wrong: off by a constant factor: it is 0.25 × the right gradient (1/4)"),
+        (lambda g: 0 * g, "summed, it is still wrong: the gradient is zero everywhere"),
+        (lambda g: np.cos(g), "summed, it is still wrong."),
+    ],
+)
+def test_a_missing_unbroadcast_is_told_apart_from_a_sum_that_is_still_wrong(mistake, expected):
+    "The unbroadcast term (4, 3) of an input of shape (3,): summed back right, or with a fingerprint of §2, or not."
+    term = rng.normal(size=(4, 3))
+    right = term.sum(axis=0)
+    found = diagnose(mistake(term), right, 1, [rng.normal(size=(4, 3)), right], (4, 3), [(4, 3), (3,)])
+    assert len(found) == 1 and found[0].startswith("missing unbroadcast: the gradient has the broadcast shape (4, 3)")
+    assert expected in found[0], found
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_sum_is_judged_without_being_made(seed):
+    """_summed_mistake never makes the sum (notebook 04's exercise), so it can only be a hint: on random broadcast
+    shapes, a sum within the check's tolerance is never called wrong, and a sum off by 10% of its scale at one element
+    is never called right. (One element off by just over the tolerance may pass: the slack adds up every element's.)"""
+    from tinytorch.core.diagnosis import _summed_mistake
+
+    r = np.random.default_rng(seed)
+    shape = tuple(int(n) for n in r.choice([1, 2, 3], size=r.integers(0, 3)))
+    grad_shape = tuple(int(n) for n in r.integers(1, 4, size=r.integers(0, 2))) + tuple(
+        int(r.integers(2, 4)) if n == 1 and r.random() < 0.7 else n for n in shape
+    )
+    grad = r.normal(size=grad_shape)
+    total = grad.sum(axis=tuple(range(len(grad_shape) - len(shape))))
+    total = total.sum(axis=tuple(k for k, n in enumerate(shape) if n == 1), keepdims=True).reshape(shape)
+    off = {0: 0.0, 1: 1e-7, 2: 0.1}[seed % 3] * (1 + abs(total).max())
+    right = np.array(total)  # an array, also for shape () (a NumPy scalar's .flat writes to a copy)
+    right.flat[r.integers(right.size)] += off
+    judged_right = _summed_mistake(grad, right, [grad_shape, shape], 1e-5, 1e-3) is None
+    assert judged_right == (seed % 3 != 2), (shape, grad_shape, off)

@@ -154,3 +154,52 @@ def test_the_unplanted_copy_releases(tmp_path):
     root = course_copy(tmp_path, ["02_function", "03_gradcheck"])
     result = release_in(root, tmp_path / "kit")
     assert result.returncode == 0, result.stderr
+
+
+UNBROADCAST_PROBE = r"""
+import importlib, inspect, pkgutil
+import numpy as np
+import tinytorch.core
+
+rng = np.random.default_rng(4)
+probes = [(rng.normal(size=(2, 3, 4)), (3, 1)), (rng.normal(size=(2, 3)), (3,))]
+right = [probes[0][0].sum(axis=0).sum(axis=-1, keepdims=True), probes[1][0].sum(axis=0)]
+
+
+def results(value):
+    "The arrays in what a function returned, looking one level into a tuple or list."
+    values = value if isinstance(value, (tuple, list)) else [value]
+    arrays = [v if isinstance(v, np.ndarray) else getattr(v, "data", None) for v in values]  # a Tensor's data
+    return [a for a in arrays if isinstance(a, np.ndarray)]
+
+
+for info in pkgutil.iter_modules(tinytorch.core.__path__):
+    module = importlib.import_module(f"tinytorch.core.{info.name}")
+    for name, function in inspect.getmembers(module, inspect.isfunction):
+        if function.__module__ != module.__name__:
+            continue
+        found = 0
+        for (grad, shape), wanted in zip(probes, right):
+            try:
+                out = function(grad.copy(), shape)
+            except BaseException:
+                break
+            if any(r.shape == wanted.shape and np.allclose(r, wanted) for r in results(out)):
+                found += 1
+        if found == 2:
+            print(f"{module.__name__}.{name}")
+"""
+
+
+def test_no_given_function_of_the_kit_sums_a_gradient_back(kit):
+    """A given function that does what notebook 04's `unbroadcast` exercise does would give its answer away, however
+    it is written (the line scan only sees copied lines). Every function of the kit's package is called as
+    unbroadcast(grad, shape) would be, and none may return the sum (02b's diagnosis once did, as `_summed_back`)."""
+    import subprocess
+    import sys
+
+    found = subprocess.run(
+        [sys.executable, "-c", UNBROADCAST_PROBE], cwd=kit, capture_output=True, text=True, timeout=300
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split() == [], f"these functions of the kit sum a gradient back: {found.stdout}"
