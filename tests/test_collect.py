@@ -353,3 +353,145 @@ def test_a_flat_folder_name_that_must_change_never_lands_on_another_students_or_
     assert "# b" in placed["student"] and "# d" in placed["script"] and "# e" in placed["roster-csv"]
     assert (out / "roster.csv").is_file() and (out / "collect-report.csv").is_file()
     assert sorted(p.student for p in read_roster(out / "roster.csv")) == sorted(placed)
+
+
+def placed_folders(out, assignment="02_function"):
+    "{student folder: the text of its notebook of `assignment`}"
+    return {p.parent.parent.name: p.read_text() for p in out.glob(f"*/{assignment}/{assignment}.ipynb")}
+
+
+def test_moodle_students_whose_folders_would_be_one_get_each_their_own(tmp_path, course):
+    "Two Anna Bs get anna-b-5 and anna-b-9 (their ids), and a third student named Anna B 5 slugs to anna-b-5 too."
+    download = make_zip(
+        tmp_path / "moodle.zip",
+        {
+            "Anna B_5_assignsubmission_file_/02_function.ipynb": tiny(text="five"),
+            "Anna B_9_assignsubmission_file_/02_function.ipynb": tiny(text="nine"),
+            "Anna B 5_7_assignsubmission_file_/02_function.ipynb": tiny(text="seven"),
+        },
+    )
+    out = tmp_path / "submissions"
+    result = collect(download, "moodle", out, notebooks_dir=course)
+    placed = placed_folders(out)
+    assert sorted("# " + w in text for w in ("five", "nine", "seven") for text in placed.values()).count(True) == 3
+    assert len(placed) == 3 and "anna-b-9" in placed and "anna-b-5" not in placed, sorted(placed)
+    assert all(r.status == "placed" for r in result.rows), result.rows
+    assert sum("another student of this download also has the folder anna-b-5" in r.note for r in result.rows) == 2
+    assert any("2 student folder(s) have a suffix" in line for line in result.warnings), result.warnings
+
+
+GRADESCOPE_PAIR = """\
+submission_1:
+  :submitters:
+  - :name: A B
+    :sid: {sid}
+    :email: someone@uni.edu
+  :created_at: 2026-12-01 10:00:00 Z
+submission_2:
+  :submitters:
+  - :name: Another
+    :email: {email}
+  :created_at: 2026-12-01 11:00:00 Z
+"""
+
+
+@pytest.mark.parametrize(
+    "sid, email",
+    [("a-b-x", "a.b@x"), ("AB-X", "ab@x")],  # the same slug; the same slug but for case (macOS ignores case)
+)
+def test_gradescope_a_student_id_and_another_students_email_that_slug_alike_stay_apart(tmp_path, course, sid, email):
+    download = make_zip(
+        tmp_path / "gs.zip",
+        {
+            "submission_metadata.yml": GRADESCOPE_PAIR.format(sid=sid, email=email).encode(),
+            "submission_1/02_function.ipynb": tiny(text="one"),
+            "submission_2/02_function.ipynb": tiny(text="two"),
+        },
+    )
+    out = tmp_path / "submissions"
+    result = collect(download, "gradescope", out, notebooks_dir=course)
+    placed = placed_folders(out)
+    assert len(placed) == 2 and len({name.casefold() for name in placed}) == 2, sorted(placed)
+    assert all(r.status == "placed" for r in result.rows), result.rows
+    assert sorted(p.student for p in read_roster(out / "roster.csv")) == sorted(placed)
+
+
+def test_a_student_the_roster_knows_keeps_their_folder_and_no_one_takes_anothers(tmp_path, course):
+    """Ada's first export had her student id (folder 1815); the next has only her email: her notebooks go to 1815
+    still. Somebody else whose email slugs to a folder the roster gives to another student gets a folder of their own;
+    so does a flat folder 'Alice' where the roster has 'alice' (one folder where case is ignored)."""
+    out = tmp_path / "submissions"
+    out.mkdir()
+    (out / "roster.csv").write_text(
+        "student,name,email,sis_id\n1815,Ada Lovelace,ada@uni.edu,1815\nbob-uni-edu,Bob,bob@uni.edu,77\nalice,,,\n"
+    )
+    metadata = """\
+submission_1:
+  :submitters:
+  - :name: Ada Lovelace
+    :email: ADA@uni.edu
+  :created_at: 2026-12-01 10:00:00 Z
+submission_2:
+  :submitters:
+  - :name: Bob Two
+    :email: bob.uni@edu
+  :created_at: 2026-12-01 11:00:00 Z
+"""
+    download = make_zip(
+        tmp_path / "gs.zip",
+        {
+            "submission_metadata.yml": metadata.encode(),
+            "submission_1/02_function.ipynb": tiny(text="ada"),
+            "submission_2/02_function.ipynb": tiny(text="bob two"),
+        },
+    )
+    collect(download, "gradescope", out, notebooks_dir=course)
+    placed = placed_folders(out)
+    assert "# ada" in placed.pop("1815"), "Ada's notebook goes to the folder the roster gives her"
+    ((folder, text),) = placed.items()
+    assert folder.startswith("bob-uni-edu-") and "# bob two" in text
+    flat = tmp_path / "flat"
+    (flat / "Alice").mkdir(parents=True)
+    (flat / "Alice" / "03_gradcheck.ipynb").write_bytes(tiny("03_gradcheck", text="Alice"))
+    collect(flat, "flat", out, notebooks_dir=course)
+    (folder,) = placed_folders(out, "03_gradcheck")
+    assert folder.startswith("Alice-"), folder
+    roster = [p.student for p in read_roster(out / "roster.csv")]
+    assert roster[:3] == ["1815", "bob-uni-edu", "alice"] and len(roster) == len(set(roster)) == 5, roster
+
+
+def test_a_class_of_large_notebooks_is_never_all_in_memory(tmp_path, course):
+    """collect keeps a digest of each notebook, not its bytes, and reads it again to write it: 12 notebooks of 3 MB
+    (each within the limit, as a student may make one with large outputs) never take more than a few at once."""
+    import tracemalloc
+
+    big = tiny(text="x" * (3 * 2**20))
+    download = make_zip(tmp_path / "canvas.zip", {f"s{i}_{100 + i}_{i}_02_function.ipynb": big for i in range(12)})
+    out = tmp_path / "submissions"
+    tracemalloc.start()
+    try:
+        result = collect(download, "canvas", out, notebooks_dir=course)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(result.placed) == 12
+    assert peak < 5 * len(big), f"peak {peak / 2**20:.0f} MB for notebooks of {len(big) / 2**20:.0f} MB"
+
+
+def test_a_notebook_that_changes_between_reading_and_writing_is_not_placed(tmp_path, course, monkeypatch):
+    download = tmp_path / "flat"
+    (download / "alice").mkdir(parents=True)
+    (download / "alice" / "02_function.ipynb").write_bytes(tiny(text="first"))
+    reads = []
+    real = downloads.Member.read
+
+    def read_then_change(member):
+        reads.append(member.path)
+        data, why = real(member)
+        return (data + b" " if len(reads) > 1 else data), why
+
+    monkeypatch.setattr(downloads.Member, "read", read_then_change)
+    result = collect(download, "flat", tmp_path / "submissions", notebooks_dir=course)
+    (row,) = result.rows
+    assert row.status == "not placed" and "changed in the download while collect read it" in row.note, row
+    assert not (tmp_path / "submissions" / "alice" / "02_function").exists()

@@ -7,7 +7,9 @@ file (grading.lms.downloads reads each of these, and a plain folder per student)
 submissions, and the time each was handed in. So this command does it, in the order `collect` lists:
 
 1. read the download's files, refusing links, paths out of the download and files too large (grading.lms.downloads);
-2. tell whose each file is, from the LMS's naming, and its submission time when the LMS gives one;
+2. tell whose each file is, from the LMS's naming, and its submission time when the LMS gives one, and give every
+   student a folder of their own: one that roster.csv knows by LMS id or email keeps their folder there, and two
+   students whose folder names would be one (ignoring case, as macOS and Windows do) get a suffix each;
 3. tell which assignment each notebook is: from its file name (`04_elementwise.ipynb`, also `04_elementwise (1)`,
    `04_elementwise-1` as browsers and Canvas rename a repeated name), else from its cells' nbgrader grade ids, which
    are those of one course notebook;
@@ -25,6 +27,8 @@ Every file that is not placed is also one line on stderr (cli.cmd_collect), so n
 """
 
 import csv
+import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -47,6 +51,7 @@ REPORT = "collect-report.csv"
 REPORT_COLUMNS = ["download", "file", "status", "student", "assignment", "time", "time_from", "note"]
 PLACED, UNCHANGED, SUPERSEDED, NOT_PLACED = "placed", "unchanged", "superseded", "not placed"
 RENAMED = re.compile(r"(?:\s*\(\d+\)|-\d+|[-_ ]copy\d*|-checkpoint)$")  # "x (1)", "x-1", "x-Copy1": the same name
+RENAMED_NOTE = "this student's folder is"
 LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope", "flat": "the folder"}
 
 
@@ -65,10 +70,11 @@ class Row:
 
 @dataclass
 class Placement:
-    "A notebook to write: whose, which assignment, its bytes and the time to give it."
+    """A notebook to write: whose, which assignment, the SHA-256 of its bytes and the time to give it. The bytes are
+    read again when it is written: a class's notebooks are never all in memory at once."""
 
     found: Found
-    data: bytes
+    digest: str
     assignment: str
     note: str = ""
     time: datetime | None = None
@@ -127,16 +133,18 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
     download, out = Path(download), Path(out)
     check_places(download, out)
     known = known_assignments(notebooks_dir)
-    with members_of(download) as members:
-        found, rows = read_download(members, lms, download)
-        placements, unknown = identify(found, known)
-    kept, older = latest(placements)
     roster, report = out / ROSTER, out / REPORT
-    people = merged_roster(roster, [item.person for item in found])  # a malformed roster stops us before any write
+    listed = read_roster(roster) if roster.exists() else []  # a malformed roster stops us before any write
     source = str(download.resolve())  # the report's rows of this download are replaced when it is collected again
     earlier = earlier_report(report, source)
-    unchanged = plan(kept, out, force)
-    written = [write_notebook(p, out, unchanged) for p in kept]
+    with members_of(download) as members:
+        found, rows = read_download(members, lms, download)
+        found = distinct_students(found, listed)
+        placements, unknown = identify(found, known)
+        kept, older = latest(placements)
+        unchanged = plan(kept, out, force)
+        written = [write_notebook(p, out, unchanged) for p in kept]
+    people = merged_roster(listed, [item.person for item in found])
     rows = rows + unknown + written + older
     write_roster(roster, people)
     write_report(report, source, earlier, rows)
@@ -190,6 +198,80 @@ def read_download(members, lms, download):
     return found, rows + [Row(u.path, NOT_PLACED, u.note) for u in unplaced]
 
 
+def identity(person):
+    """What tells two students apart beyond their folder's name: the LMS's ids and the email. Not the name, which
+    each source writes its own way (Canvas's "lovelaceada", a roster's "Ada Lovelace")."""
+    return (person.lms_id, person.sis_id, person.email.lower())
+
+
+def conflict(one, other):
+    "Whether two Persons are surely two students: an LMS id or email that both have differs."
+    return any(a and b and a != b for a, b in zip(identity(one), identity(other), strict=True))
+
+
+def same_student(one, other):
+    "Whether two Persons are one student: an LMS id or email that both have agrees, and none differs."
+    agree = any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
+    return agree and not conflict(one, other)
+
+
+def who(person):
+    "One student of a download: their folder name as the LMS's naming gives it, ids, email and name."
+    return (person.student, *identity(person), person.name)
+
+
+def suffixed(person, why):
+    "The person with the folder <student>-<8 hex digits of who they are>, and a note saying why."
+    key = "\0".join(who(person)).encode("utf-8", "surrogateescape")
+    student = f"{person.student}-{hashlib.sha256(key).hexdigest()[:8]}"
+    return dataclasses.replace(person, student=student), f"{why}: {RENAMED_NOTE} {student} instead"
+
+
+def distinct_students(found, listed):
+    """The Found with every student in a folder of their own, and the roster's folder kept where it is theirs.
+
+    A student whom one line of roster.csv (from an earlier collect) names by the same LMS id or email, and no
+    other student of this download does, keeps that line's folder: their notebooks of every assignment stay together.
+    Then two students whose folder names are the same, ignoring case (macOS and Windows ignore it), both get a
+    suffix, and so does a student whose folder the roster gives to somebody else. So two students' notebooks are
+    never put in one folder, where the later would supersede the earlier."""
+    people = {}
+    for item in found:
+        people.setdefault(who(item.person), item.person)
+    matches = {key: [r for r in listed if same_student(r, person)] for key, person in people.items()}
+    claims = {}
+    for match in matches.values():
+        if len(match) == 1:
+            claims[match[0].student] = claims.get(match[0].student, 0) + 1
+    final, owner = {}, {}
+    for key, person in people.items():
+        match = matches[key]
+        if len(match) == 1 and claims[match[0].student] == 1:
+            final[key], owner[key] = (dataclasses.replace(person, student=match[0].student), ""), match[0]
+        else:
+            final[key], owner[key] = (person, ""), None
+    folders = {}
+    for person, _ in final.values():
+        folders[person.student.casefold()] = folders.get(person.student.casefold(), 0) + 1
+    roster = {p.student.casefold(): p for p in listed}
+    for key, (person, _) in list(final.items()):
+        listed_as = roster.get(person.student.casefold())
+        if folders[person.student.casefold()] > 1:
+            final[key] = suffixed(person, f"another student of this download also has the folder {person.student}")
+        elif (
+            listed_as is not None
+            and listed_as is not owner[key]
+            and (conflict(listed_as, person) or listed_as.student != person.student)
+        ):
+            final[key] = suffixed(person, f"roster.csv gives the folder {listed_as.student} to another student")
+    result = []
+    for item in found:
+        person, note = final[who(item.person)]
+        note = "; ".join(n for n in (item.note, note) if n)
+        result.append(dataclasses.replace(item, person=person, note=note))
+    return result
+
+
 def identify(found, known):
     "([Placement], [Row]): each notebook with its assignment and time; a row for every file that is not one."
     placements, rows, read = [], [], {}
@@ -201,12 +283,12 @@ def identify(found, known):
             rows.append(Row(item.member.path, NOT_PLACED, why, person))
             continue
         if id(item.member) not in read:  # a group submission's file is read once for all its submitters
-            read[id(item.member)] = item.member.read()
-        data, why = read[id(item.member)]
-        if data is None:
+            read[id(item.member)] = summary(item.member)
+        digest, ids, why = read[id(item.member)]
+        if digest is None:
             rows.append(Row(item.member.path, NOT_PLACED, why, person))
             continue
-        assignment, note = assignment_of(item, data, known)
+        assignment, note = assignment_of(item, ids, known)
         if assignment is None:
             rows.append(Row(item.member.path, NOT_PLACED, note, person))
             continue
@@ -216,8 +298,14 @@ def identify(found, known):
         elif time is None:
             time_from = "none in the download: the time of collect"
         note = "; ".join(n for n in (item.note, note) if n)
-        placements.append(Placement(item, data, assignment, note, time, time_from))
+        placements.append(Placement(item, digest, assignment, note, time, time_from))
     return placements, rows
+
+
+def summary(member):
+    "(SHA-256, grade ids or None, '') of a file of the download, or (None, None, why not): its bytes are not kept."
+    data, why = member.read()
+    return (None, None, why) if data is None else (hashlib.sha256(data).hexdigest(), grade_ids(data), "")
 
 
 def normal(name):
@@ -229,12 +317,11 @@ def normal(name):
     return stem
 
 
-def assignment_of(item, data, known):
-    "(assignment or None, note): by the file's (or its folders') name, else by its cells' grade ids."
+def assignment_of(item, ids, known):
+    "(assignment or None, note): by the file's (or its folders') name, else by its cells' grade ids (None: no JSON)."
     lower = {name.lower(): name for name in known}
     stems = [stem for hint in item.hints for stem in (hint.lower().removesuffix(".ipynb"), normal(hint))]
     named = next((lower[stem] for stem in stems if stem in lower), None)
-    ids = grade_ids(data)
     matched = best_match(ids, known) if ids else None
     if named:
         if ids is not None and not ids & known[named]:
@@ -305,7 +392,7 @@ def plan(kept, out, force):
                 )
         if not (path.is_symlink() or path.exists()):
             continue
-        if not path.is_symlink() and path.is_file() and same_bytes(path, p.data):
+        if not path.is_symlink() and path.is_file() and same_bytes(path, p.digest):
             unchanged.add(id(p))
         elif path.is_dir() and not path.is_symlink():
             raise GradingError(f"{path}: is a folder where collect writes a notebook; move it away.")
@@ -322,18 +409,22 @@ def plan(kept, out, force):
     return unchanged
 
 
-def same_bytes(path, data):
+def same_bytes(path, digest):
     with open(path, "rb") as file:
-        return file.read(LIMIT + 1) == data
+        return hashlib.sha256(file.read(LIMIT + 1)).hexdigest() == digest
 
 
 def write_notebook(p, out, unchanged):
     "Write one placement (its file's time set to the submission's) and return its Row."
     if id(p) in unchanged:
         return p.row(UNCHANGED)
+    data, why = p.found.member.read()
+    if data is None or hashlib.sha256(data).hexdigest() != p.digest:
+        why = why or "changed in the download while collect read it: collect it again"
+        return p.row(NOT_PLACED, "; ".join(n for n in (p.note, why) if n))
     path = target(p, out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, p.data, p.time.timestamp() if p.time else None)
+    write_atomic(path, data, p.time.timestamp() if p.time else None)
     return p.row(PLACED)
 
 
@@ -349,9 +440,9 @@ def write_atomic(path, data, mtime=None):
     os.replace(tmp, path)  # replaces a link itself, never what it points at
 
 
-def merged_roster(path, people):
-    "The roster at `path` (if any) with a line added for each student it lacks; its own lines stay as they are."
-    roster = read_roster(path) if path.exists() else []
+def merged_roster(listed, people):
+    "The roster's people `listed` with a line added for each student it lacks; its own lines stay as they are."
+    roster = list(listed)
     listed = {p.student for p in roster}
     for person in people:
         if person.student not in listed:
@@ -404,6 +495,12 @@ def warnings(lms, rows):
             "autograde's --due would count them all late. Apply the late policy in the LMS"
             + (" (Canvas's LATE marks are in the report's notes)" if lms == "canvas" else "")
             + "."
+        )
+    renamed = sorted({r.student for r in rows if RENAMED_NOTE in r.note})
+    if renamed:
+        lines.append(
+            f"{len(renamed)} student folder(s) have a suffix, so that two students never share a folder: "
+            f"{', '.join(renamed[:5])}{' and more' if len(renamed) > 5 else ''}; collect-report.csv's notes say why."
         )
     if lms == "moodle" and any(r.status in (PLACED, UNCHANGED) for r in rows):
         lines.append(
