@@ -1,8 +1,8 @@
-"""A generated class of 51 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 54 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
-Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, two 02_function, one each 06_autograd, 10_optimizers and 14_higher_order.
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, two 02_function, one each 01_tensor, 06_autograd, 10_optimizers, 11_training, 13_embedding and 14_higher_order.
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
@@ -17,6 +17,7 @@ from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_noteboo
 
 ELEMENTWISE, ACTIVATIONS, HIGHER_ORDER = "04_elementwise", "07_activations", "14_higher_order"
 FUNCTION, AUTOGRAD, OPTIMIZERS = "02_function", "06_autograd", "10_optimizers"
+TENSOR, TRAINING, EMBEDDING = "01_tensor", "11_training", "13_embedding"
 NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}  # stopped by the sandbox (bubblewrap) only
 REDTEAM_PORT = 47913  # iris tries to reach a server the red-team test listens with on this port
 DAEMON_MARK = "tinytorch-redteam-daemon"
@@ -443,6 +444,34 @@ def empty_parameters(gid, solution, stub):
     return head + "    def update(self, i, p, grad):\n" + EMPTY_PARAMETERS
 
 
+# Given code that once did an exercise's work (a student calls it, or copies its line)
+ELEMENTWISE_BY_COMPARE = ("solution-elementwise", "return a._compare(b, numpy_op, symbol)")
+ACCURACY_BY_MEASURE = (
+    "solution-accuracy",
+    "from tinytorch.core.capstone import measure\n\n"
+    "    return measure(lambda x: logits, np.zeros((len(labels), 1)), np.asarray(labels))[1]",
+)
+TIED_BY_DIFFERENCES = (
+    "solution-tied_weight_grad",
+    "from tinytorch.core.gradcheck import numerical_grad\n\n"
+    "    (gradient,) = numerical_grad(lambda w: np.sum(grad_logits * (w[ids] @ w.T)), [weight])\n"
+    "    return gradient",
+)
+
+
+def body_replaced(grade_id, body):
+    "An answer() that solves everything but one exercise, whose stub (YOUR CODE HERE, raise ...) is `body` instead."
+
+    def answer(gid, solution, stub):
+        if gid != grade_id:
+            return solution
+        head, rest = stub.split("# YOUR CODE HERE\n", 1)
+        after = rest.split("\n", 1)[1] if "\n" in rest else ""  # the lines after the stub's raise
+        return head + body + ("\n" + after if after else "")
+
+    return answer
+
+
 def chained(*answers):
     "An answer() that applies each of `answers` in turn (several exercises changed)."
 
@@ -665,6 +694,26 @@ def make_class(kit, out, grades=None):
                 ),
             ),
             points_of(ACTIVATIONS),
+            "",
+        ),
+        # given code that did an exercise's work: 01's comparisons (elementwise's body), 16's measure (11's
+        # accuracy), and 13's visible test's finite differences (tied_weight_grad, caught by the hidden test)
+        "yan": (
+            TENSOR,
+            submission(kit, TENSOR, body_replaced(*ELEMENTWISE_BY_COMPARE)),
+            points_of(TENSOR) - points_of(TENSOR, {"tensor_elementwise"}),
+            "",
+        ),
+        "abe": (
+            TRAINING,
+            submission(kit, TRAINING, body_replaced(*ACCURACY_BY_MEASURE)),
+            points_of(TRAINING) - points_of(TRAINING, {"accuracy"}),
+            "RecursionError",
+        ),
+        "xia": (
+            EMBEDDING,
+            submission(kit, EMBEDDING, body_replaced(*TIED_BY_DIFFERENCES)),
+            points_of(EMBEDDING) - points_of_tests(EMBEDDING, {"tied_gradient_hidden"}),
             "",
         ),
     }

@@ -131,13 +131,15 @@ def gelu(x):
 
 
 class GELUBackward(Function):
-    "out = gelu(x) = x (1 + t) / 2, t = tanh(u):  grad_x = g * ((1 + t) / 2 + x (1 - t²) u'(x) / 2)"
+    "out = gelu(x) = x (1 + t) / 2, t = tanh(u):  grad_x = g * ((1 + t) / 2 + x tanh'(u) u'(x) / 2)"
 
     def apply(self, grad_output):
         (x,) = self.saved_tensors
-        t = tanh(_gelu_inner(x))
-        slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_SCALE * (1 + 3 * 0.044715 * x * x)
-        return (grad_output * slope,)
+        u = _gelu_inner(x)
+        t = tanh(u)
+        # d/dx of x (1 + t) / 2 is (1 + t) / 2, and x / 2 times t's gradient, which your TanhBackward gives
+        (through_tanh,) = TanhBackward(u, output=t).apply(grad_output * 0.5 * x * GELU_SCALE * (1 + 3 * 0.044715 * x * x))
+        return (grad_output * 0.5 * (1 + t) + through_tanh,)
 
 # %% ../../notebooks/07_activations.ipynb #c07-methods
 Tensor.relu, Tensor.sigmoid, Tensor.tanh = relu, sigmoid, tanh  # x.relu() is relu(x), as in PyTorch

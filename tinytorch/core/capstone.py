@@ -13,7 +13,7 @@ from .losses import CrossEntropy
 from .nn import GELU, Flatten, Linear, Module, ReLU, Sequential, Sigmoid, Softmax, Tanh
 from .optimizers import SGD, Adam, AdamW
 from .tensor import Tensor
-from .training import batches
+from .training import accuracy, batches
 
 # %% ../../notebooks/16_capstone.ipynb #c16-data
 MAX_PARAMETERS = 200_000  # the most numbers a capstone model may hold (the network of notebook 11 holds 9,610)
@@ -68,7 +68,7 @@ def measure(model, X, y):
     with no_grad():
         logits = model(Tensor(X))
         loss = CrossEntropy()(logits, y).item()
-    return loss, float(np.mean(np.argmax(logits.data, axis=1) == y))
+    return loss, accuracy(logits, y)
 
 
 def curve_recorder(**sets):

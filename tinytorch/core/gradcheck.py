@@ -210,7 +210,7 @@ def _in_place_message(name, label, arrays, cotangent, options):
         changed, hint = f"grad_output (shape {np.shape(cotangent)})", IN_PLACE_HINT
     elif label == "output":
         changed = f"its saved output (shape {np.shape(cotangent)})"
-        hint = "compute a new array instead (grad_output * self.output, not self.output.data *= ...)"
+        hint = "compute a new array instead (a new product, not self.output.data *= ...)"
     else:
         changed = f"its saved input {label} (shape {np.shape(arrays[label])})"
         hint = "compute a new array instead (x.data * mask, not x.data[...] = ..., x.data = ... or +=)"
@@ -354,7 +354,7 @@ def gradcheck(
 # %% ../../notebooks/03_gradcheck.ipynb #c03-031
 SHARED_GRADIENT_HINT = (
     "one gradient object can reach two places (x + x, or a + b, hand the same grad_output to both "
-    "inputs), so an in-place += changes the other path's gradient too: add with grads[key] + grad"
+    "inputs), so an in-place += changes the other path's gradient too: store a new array, the sum"
 )
 
 

@@ -134,11 +134,7 @@ class Tensor:
 
     # Comparisons, elementwise: boolean Tensors, which no gradient flows through
     def _compare(self, other, numpy_op, symbol):
-        other = other.data if isinstance(other, Tensor) else other
-        try:
-            return Tensor(numpy_op(self.data, other))
-        except ValueError:
-            raise broadcast_error(symbol, self.shape, np.shape(other)) from None
+        return self._binary(other, numpy_op, symbol)  # as arithmetic: your elementwise (Exercise 1) computes it
 
     def __eq__(self, other):
         return self._compare(other, np.equal, "==")
