@@ -138,7 +138,9 @@ class GELUBackward(Function):
         u = _gelu_inner(x)
         t = tanh(u)
         # d/dx of x (1 + t) / 2 is (1 + t) / 2, and x / 2 times t's gradient, which your TanhBackward gives
-        (through_tanh,) = TanhBackward(u, output=t).apply(grad_output * 0.5 * x * GELU_SCALE * (1 + 3 * 0.044715 * x * x))
+        (through_tanh,) = TanhBackward(u, output=t).apply(
+            grad_output * 0.5 * x * GELU_SCALE * (1 + 3 * 0.044715 * x * x)
+        )
         return (grad_output * 0.5 * (1 + t) + through_tanh,)
 
 # %% ../../notebooks/07_activations.ipynb #c07-methods
