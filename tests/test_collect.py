@@ -495,3 +495,23 @@ def test_a_notebook_that_changes_between_reading_and_writing_is_not_placed(tmp_p
     (row,) = result.rows
     assert row.status == "not placed" and "changed in the download while collect read it" in row.note, row
     assert not (tmp_path / "submissions" / "alice" / "02_function").exists()
+
+
+def test_a_moodle_name_that_slugs_to_anothers_folder_of_an_earlier_collect_gets_its_own(tmp_path, course):
+    """The first download had two Anna Bs (anna-b-5 and anna-b-9); the next has one 'Anna B 5', whose name slugs
+    to anna-b-5: the roster names that folder's student 'Anna B', so this one gets a folder of their own."""
+    first = make_zip(
+        tmp_path / "first.zip",
+        {
+            "Anna B_5_assignsubmission_file_/02_function.ipynb": tiny(text="five"),
+            "Anna B_9_assignsubmission_file_/02_function.ipynb": tiny(text="nine"),
+        },
+    )
+    second = make_zip(tmp_path / "second.zip", {"Anna B 5_3_assignsubmission_file_/02_function.ipynb": tiny(text="3")})
+    out = tmp_path / "submissions"
+    collect(first, "moodle", out, notebooks_dir=course)
+    result = collect(second, "moodle", out, notebooks_dir=course, force=True)
+    assert "# five" in notebook(out, "anna-b-5", "02_function").read_text()
+    (row,) = result.rows
+    assert row.status == "placed" and row.student.startswith("anna-b-5-"), row
+    assert "roster.csv gives the folder anna-b-5 to another student" in row.note

@@ -205,7 +205,10 @@ def identity(person):
 
 
 def conflict(one, other):
-    "Whether two Persons are surely two students: an LMS id or email that both have differs."
+    """Whether two Persons are surely two students: an LMS id or email that both have differs, or, where one is known
+    by name alone (Moodle's download has no id that lasts, nor an email), their names differ."""
+    if not any(identity(one)) or not any(identity(other)):
+        return bool(one.name and other.name and one.name != other.name)
     return any(a and b and a != b for a, b in zip(identity(one), identity(other), strict=True))
 
 
