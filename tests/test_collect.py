@@ -515,3 +515,159 @@ def test_a_moodle_name_that_slugs_to_anothers_folder_of_an_earlier_collect_gets_
     (row,) = result.rows
     assert row.status == "placed" and row.student.startswith("anna-b-5-"), row
     assert "roster.csv gives the folder anna-b-5 to another student" in row.note
+
+
+# An attacker's round (F1 to F9): a student who picks their name or their files' names, against collect's folders
+
+
+def h8(*who):
+    "The suffix grading.lms.folders gives the student `who` (their folder, ids, email and name)."
+    import hashlib
+
+    return hashlib.sha256("\0".join(who).encode()).hexdigest()[:8]
+
+
+def test_a_name_that_slugs_to_anothers_suffixed_folder_does_not_take_it(tmp_path, course):
+    "Anna B's folder is anna-b-<hash> (roster.csv gave anna-b to 'Anna-B'); 'Anna-B-<hash>' slugs to it too."
+    out = tmp_path / "submissions"
+    first = make_zip(tmp_path / "1.zip", {"Anna-B_9_assignsubmission_file/02_function.ipynb": tiny(text="a1")})
+    collect(first, "moodle", out, notebooks_dir=course)
+    suffix = h8("anna-b", "", "", "", "Anna B")
+    second = make_zip(
+        tmp_path / "2.zip",
+        {
+            "Anna B_5_assignsubmission_file/03_gradcheck.ipynb": tiny("03_gradcheck", "VICTIM"),
+            f"Anna-B-{suffix}_12_assignsubmission_file/03_gradcheck.ipynb": tiny("03_gradcheck", "ATTACKER"),
+        },
+    )
+    result = collect(second, "moodle", out, notebooks_dir=course)
+    assert all(r.status == "placed" for r in result.rows), result.rows
+    placed = placed_folders(out, "03_gradcheck")
+    assert len(placed) == 2 and sum("VICTIM" in text for text in placed.values()) == 1, sorted(placed)
+    (victim,) = [r.student for r in result.rows if "Anna B_5" in r.file]
+    assert "VICTIM" in placed[victim] and "ATTACKER" not in placed[victim]
+
+
+def test_a_name_the_roster_quotes_is_the_same_name_when_read_back(tmp_path, course):
+    "roster.csv writes '-Anna' as \"'-Anna\" (no spreadsheet formula); read back, it is -Anna again: one folder."
+    out = tmp_path / "submissions"
+    first = make_zip(tmp_path / "1.zip", {"-Anna_5_assignsubmission_file/02_function.ipynb": tiny(text="one")})
+    second = make_zip(tmp_path / "2.zip", {"-Anna_8_assignsubmission_file/03_gradcheck.ipynb": tiny("03_gradcheck")})
+    collect(first, "moodle", out, notebooks_dir=course)
+    result = collect(second, "moodle", out, notebooks_dir=course)
+    assert [r.student for r in result.rows] == ["anna"], result.rows
+    assert [(p.student, p.name) for p in read_roster(out / "roster.csv")] == [("anna", "-Anna")]
+
+
+def test_a_canvas_name_that_reads_as_another_students_file_never_supersedes_theirs(tmp_path, course):
+    """A student whose sortable name is lovelaceada_1001_9999999999 (user 2002): their files read first as user
+    1001's (the victim's) with a file id larger than hers. They stay out; the victim's file is placed."""
+    download = make_zip(
+        tmp_path / "canvas.zip",
+        {
+            "lovelaceada_1001_208490284_02_function.ipynb": tiny(text="VICTIM"),
+            "lovelaceada_1001_9999999999_2002_208490290_02_function.ipynb": tiny(text="ATTACKER"),
+        },
+    )
+    out = tmp_path / "submissions"
+    result = collect(download, "canvas", out, notebooks_dir=course)
+    assert "VICTIM" in notebook(out, "lovelaceada-1001", "02_function").read_text()
+    doubtful = report(out)["lovelaceada_1001_9999999999_2002_208490290_02_function.ipynb"]
+    assert doubtful["status"] == "not placed", doubtful
+    assert "can also be read as user 2002's file 208490290" in doubtful["note"], doubtful
+    alone = make_zip(
+        tmp_path / "alone.zip", {"lovelaceada_1001_9999999999_2002_208490290_03_gradcheck.ipynb": tiny("03_gradcheck")}
+    )
+    result = collect(alone, "canvas", out, notebooks_dir=course)
+    assert any("can be read as two students'" in line for line in result.warnings), result.warnings
+    plain = make_zip(tmp_path / "plain.zip", {"turingalan_1003_504_10_x_1_y.ipynb": tiny()})  # no _<id>_<id>_ inside
+    warnings = collect(plain, "canvas", tmp_path / "other", notebooks_dir=course).warnings
+    assert not any("two students'" in line for line in warnings), warnings
+
+
+def test_a_roster_folder_that_is_no_folder_name_is_never_used(tmp_path, course):
+    out = tmp_path / "sub" / "submissions"
+    out.mkdir(parents=True)
+    (out / "roster.csv").write_text("student,name,email,lms_id\n..,Ada,,1001\n")
+    download = make_zip(tmp_path / "canvas.zip", {"lovelaceada_1001_501_02_function.ipynb": tiny()})
+    collect(download, "canvas", out, notebooks_dir=course)
+    assert not (tmp_path / "sub" / "02_function").exists()
+    assert notebook(out, "lovelaceada-1001", "02_function").is_file()
+
+
+def test_two_downloads_saved_at_one_path_keep_each_their_rows_of_the_report(tmp_path, course):
+    "Canvas names every download submissions.zip: the second assignment's must not erase the first one's rows."
+    out, path = tmp_path / "submissions", tmp_path / "dl" / "submissions.zip"
+    path.parent.mkdir()
+    make_zip(path, {"doejane_5_1_02_function.ipynb": tiny()})
+    collect(path, "canvas", out, notebooks_dir=course)
+    make_zip(path, {"doejane_5_2_03_gradcheck.ipynb": tiny("03_gradcheck")})
+    collect(path, "canvas", out, notebooks_dir=course)
+    collect(path, "canvas", out, notebooks_dir=course)  # the same download again: its rows replaced, not doubled
+    assert sorted(report(out)) == ["doejane_5_1_02_function.ipynb", "doejane_5_2_03_gradcheck.ipynb"]
+
+
+@pytest.mark.parametrize(
+    "metadata, message",
+    [
+        ("submission_1:\n  :submitters: 5\n", "submitters are not a list"),
+        ("submission_1: &a\n  :submitters: [*a]\n", "refers to itself"),
+    ],
+)
+def test_gradescope_metadata_that_is_no_export_is_one_clear_error(tmp_path, course, metadata, message):
+    download = make_zip(
+        tmp_path / "gs.zip", {"submission_metadata.yml": metadata.encode(), "submission_1/a.ipynb": tiny()}
+    )
+    with pytest.raises(GradingError, match=message):
+        collect(download, "gradescope", tmp_path / "submissions", notebooks_dir=course)
+
+
+def test_a_moodle_folder_name_that_is_not_utf8_is_collected_with_its_roster_and_report(tmp_path, course):
+    download = tmp_path / "moodle"
+    folder = os.path.join(os.fsencode(download), b"Jos\xe9_5_assignsubmission_file")
+    os.makedirs(folder)
+    with open(os.path.join(folder, b"02_function.ipynb"), "wb") as file:
+        file.write(tiny())
+    out = tmp_path / "submissions"
+    result = collect(download, "moodle", out, notebooks_dir=course)
+    assert [r.status for r in result.rows] == ["placed"]
+    assert [p.name for p in read_roster(out / "roster.csv")] == ["Jos?"]
+    assert len(report(out)) == 1
+
+
+def test_a_suffixed_folder_name_stays_within_what_autograde_takes(tmp_path, course):
+    from grading.grade.submissions import name_problem
+
+    download = make_zip(
+        tmp_path / "flat.zip",
+        {"A" * 95 + "/02_function.ipynb": tiny(text="upper"), "a" * 95 + "/02_function.ipynb": tiny()},
+    )
+    out = tmp_path / "submissions"
+    result = collect(download, "flat", out, notebooks_dir=course)
+    assert len(placed_folders(out)) == 2 and [r.status for r in result.rows] == ["placed", "placed"]
+    assert all(name_problem(r.student) is None for r in result.rows), [r.student for r in result.rows]
+
+
+def test_a_submitter_listed_twice_in_one_group_gets_one_notebook(tmp_path, course):
+    metadata = "submission_1:\n  :submitters:\n  - :sid: '1'\n  - :sid: '1'\n  :created_at: 2026-12-01 10:00:00 Z\n"
+    download = make_zip(
+        tmp_path / "gs.zip", {"submission_metadata.yml": metadata.encode(), "submission_1/02_function.ipynb": tiny()}
+    )
+    result = collect(download, "gradescope", tmp_path / "submissions", notebooks_dir=course)
+    assert [(r.status, r.student) for r in result.rows] == [("placed", "1")], result.rows
+
+
+def test_a_name_typed_on_a_mac_and_on_windows_is_one_student(tmp_path, course):
+    "José in NFC (a zip made on Windows) and in NFD (a folder unpacked on a Mac): one folder, jose."
+    import unicodedata
+
+    out = tmp_path / "submissions"
+    nfc = unicodedata.normalize("NFC", "José")
+    first = make_zip(tmp_path / "1.zip", {f"{nfc}_5_assignsubmission_file/02_function.ipynb": tiny()})
+    collect(first, "moodle", out, notebooks_dir=course)
+    download = tmp_path / "mac"
+    folder = download / (unicodedata.normalize("NFD", "José") + "_7_assignsubmission_file")
+    folder.mkdir(parents=True)
+    (folder / "03_gradcheck.ipynb").write_bytes(tiny("03_gradcheck"))
+    result = collect(download, "moodle", out, notebooks_dir=course)
+    assert [r.student for r in result.rows] == ["jose"], result.rows

@@ -35,6 +35,13 @@ def safe_cell(value: object) -> str:
     return text
 
 
+def plain_cell(text: str) -> str:
+    "The text safe_cell was given: a cell it put a quote in front of, read back without it (a roster read again)."
+    if text.startswith("'") and safe_cell(text[1:]) == text:
+        return text[1:]
+    return text
+
+
 class SafeWriter:
     "csv.writer's writerow and writerows, with every cell passed through safe_cell first."
 

@@ -27,7 +27,6 @@ Every file that is not placed is also one line on stderr (cli.cmd_collect), so n
 """
 
 import csv
-import dataclasses
 import hashlib
 import io
 import json
@@ -43,6 +42,7 @@ from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook
 from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
+from .folders import RENAMED_NOTE, distinct_students
 from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, read_roster
 
 FORMATS = tuple(READERS)
@@ -51,7 +51,6 @@ REPORT = "collect-report.csv"
 REPORT_COLUMNS = ["download", "file", "status", "student", "assignment", "time", "time_from", "note"]
 PLACED, UNCHANGED, SUPERSEDED, NOT_PLACED = "placed", "unchanged", "superseded", "not placed"
 RENAMED = re.compile(r"(?:\s*\(\d+\)|-\d+|[-_ ]copy\d*|-checkpoint)$")  # "x (1)", "x-1", "x-Copy1": the same name
-RENAMED_NOTE = "this student's folder is"
 LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope", "flat": "the folder"}
 
 
@@ -135,9 +134,9 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
     known = known_assignments(notebooks_dir)
     roster, report = out / ROSTER, out / REPORT
     listed = read_roster(roster) if roster.exists() else []  # a malformed roster stops us before any write
-    source = str(download.resolve())  # the report's rows of this download are replaced when it is collected again
-    earlier = earlier_report(report, source)
     with members_of(download) as members:
+        source = source_of(download, members)  # its rows of the report are replaced when it is collected again
+        earlier = earlier_report(report, source)
         found, rows = read_download(members, lms, download)
         found = distinct_students(found, listed)
         placements, unknown = identify(found, known)
@@ -149,6 +148,13 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
     write_roster(roster, people)
     write_report(report, source, earlier, rows)
     return Collected(rows, warnings(lms, rows), roster, report)
+
+
+def source_of(download, members):
+    """The download as the report's rows name it: its path and a digest of its files' names and times, so that the
+    next assignment's download saved at the same path (Canvas names every one submissions.zip) is another source."""
+    listing = "\n".join(f"{m.path}\0{m.time}" for m in members).encode("utf-8", "surrogateescape")
+    return f"{download.resolve()} ({hashlib.sha256(listing).hexdigest()[:12]})"
 
 
 def check_places(download, out):
@@ -198,83 +204,6 @@ def read_download(members, lms, download):
     return found, rows + [Row(u.path, NOT_PLACED, u.note) for u in unplaced]
 
 
-def identity(person):
-    """What tells two students apart beyond their folder's name: the LMS's ids and the email. Not the name, which
-    each source writes its own way (Canvas's "lovelaceada", a roster's "Ada Lovelace")."""
-    return (person.lms_id, person.sis_id, person.email.lower())
-
-
-def conflict(one, other):
-    """Whether two Persons are surely two students: an LMS id or email that both have differs, or, where one is known
-    by name alone (Moodle's download has no id that lasts, nor an email), their names differ."""
-    if not any(identity(one)) or not any(identity(other)):
-        return bool(one.name and other.name and one.name != other.name)
-    return any(a and b and a != b for a, b in zip(identity(one), identity(other), strict=True))
-
-
-def same_student(one, other):
-    "Whether two Persons are one student: an LMS id or email that both have agrees, and none differs."
-    agree = any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
-    return agree and not conflict(one, other)
-
-
-def who(person):
-    "One student of a download: their folder name as the LMS's naming gives it, ids, email and name."
-    return (person.student, *identity(person), person.name)
-
-
-def suffixed(person, why):
-    "The person with the folder <student>-<8 hex digits of who they are>, and a note saying why."
-    key = "\0".join(who(person)).encode("utf-8", "surrogateescape")
-    student = f"{person.student}-{hashlib.sha256(key).hexdigest()[:8]}"
-    return dataclasses.replace(person, student=student), f"{why}: {RENAMED_NOTE} {student} instead"
-
-
-def distinct_students(found, listed):
-    """The Found with every student in a folder of their own, and the roster's folder kept where it is theirs.
-
-    A student whom one line of roster.csv (from an earlier collect) names by the same LMS id or email, and no
-    other student of this download does, keeps that line's folder: their notebooks of every assignment stay together.
-    Then two students whose folder names are the same, ignoring case (macOS and Windows ignore it), both get a
-    suffix, and so does a student whose folder the roster gives to somebody else. So two students' notebooks are
-    never put in one folder, where the later would supersede the earlier."""
-    people = {}
-    for item in found:
-        people.setdefault(who(item.person), item.person)
-    matches = {key: [r for r in listed if same_student(r, person)] for key, person in people.items()}
-    claims = {}
-    for match in matches.values():
-        if len(match) == 1:
-            claims[match[0].student] = claims.get(match[0].student, 0) + 1
-    final, owner = {}, {}
-    for key, person in people.items():
-        match = matches[key]
-        if len(match) == 1 and claims[match[0].student] == 1:
-            final[key], owner[key] = (dataclasses.replace(person, student=match[0].student), ""), match[0]
-        else:
-            final[key], owner[key] = (person, ""), None
-    folders = {}
-    for person, _ in final.values():
-        folders[person.student.casefold()] = folders.get(person.student.casefold(), 0) + 1
-    roster = {p.student.casefold(): p for p in listed}
-    for key, (person, _) in list(final.items()):
-        listed_as = roster.get(person.student.casefold())
-        if folders[person.student.casefold()] > 1:
-            final[key] = suffixed(person, f"another student of this download also has the folder {person.student}")
-        elif (
-            listed_as is not None
-            and listed_as is not owner[key]
-            and (conflict(listed_as, person) or listed_as.student != person.student)
-        ):
-            final[key] = suffixed(person, f"roster.csv gives the folder {listed_as.student} to another student")
-    result = []
-    for item in found:
-        person, note = final[who(item.person)]
-        note = "; ".join(n for n in (item.note, note) if n)
-        result.append(dataclasses.replace(item, person=person, note=note))
-    return result
-
-
 def identify(found, known):
     "([Placement], [Row]): each notebook with its assignment and time; a row for every file that is not one."
     placements, rows, read = [], [], {}
@@ -300,7 +229,8 @@ def identify(found, known):
             time, time_from = datetime.fromtimestamp(item.member.time).astimezone(), "the file's time in the download"
         elif time is None:
             time_from = "none in the download: the time of collect"
-        note = "; ".join(n for n in (item.note, note) if n)
+        doubt = f"its Canvas name can also be read as {item.ambiguous}: check whose it is" if item.ambiguous else ""
+        note = "; ".join(n for n in (item.note, note, doubt) if n)
         placements.append(Placement(item, digest, assignment, note, time, time_from))
     return placements, rows
 
@@ -364,6 +294,11 @@ def latest(placements):
         groups.setdefault((p.found.person.student, p.assignment), []).append(p)
     kept, rows = [], []
     for group in groups.values():
+        clear = [p for p in group if not p.found.ambiguous]  # a file whose name may be another student's never wins
+        for doubtful in [p for p in group if p.found.ambiguous] if clear else []:
+            why = f"{doubtful.note}; not placed: {clear[0].found.member.path} is this student's file of it for sure"
+            rows.append(doubtful.row(NOT_PLACED, why))
+        group = clear or group
         group.sort(key=lambda p: (p.time.timestamp() if p.time else float("-inf"), p.found.order, p.found.member.path))
         last = group[-1]
         kept.append(last)
@@ -461,7 +396,7 @@ def write_roster(path, people):
     writer.writerow(columns)
     writer.writerows([getattr(p, column) for column in columns] for p in people)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.getvalue().encode("utf-8"))
+    write_atomic(path, text.getvalue().encode("utf-8", "replace"))
 
 
 def earlier_report(path, source):
@@ -498,6 +433,12 @@ def warnings(lms, rows):
             "autograde's --due would count them all late. Apply the late policy in the LMS"
             + (" (Canvas's LATE marks are in the report's notes)" if lms == "canvas" else "")
             + "."
+        )
+    doubtful = [r for r in rows if r.status == PLACED and "can also be read as" in r.note]
+    if doubtful:
+        lines.append(
+            f"{len(doubtful)} file(s) whose Canvas name can be read as two students' were placed by the first reading: "
+            "check whose they are (collect-report.csv's notes)."
         )
     renamed = sorted({r.student for r in rows if RENAMED_NOTE in r.note})
     if renamed:

@@ -11,7 +11,7 @@ the submission time when the LMS gives one.
 - canvas, "Download Submissions" of an assignment: every file at the top, named `<name>[_LATE]_<user id>_<file id>_
   <file name>` (canvas-lms lib/content_zipper.rb: the name is the student's sortable name in lower case without
   spaces or punctuation, `anon_<id>` under anonymous grading; LATE when Canvas counted it late; a repeated file name
-  gets `-1`, `-2`). The student folder is the name's slug and the Canvas user id, which the roster keeps as lms_id
+  gets `-1`, `-2`; a name holding `_<digits>_<digits>_` can be read two ways, and says so in Found.ambiguous). The student folder is the name's slug and the Canvas user id, which the roster keeps as lms_id
   (Canvas ID). The zip holds no submission time: its member times are when Canvas made the zip.
 - moodle, "Download all submissions": a folder per student `<Full Name>_<participant id>_assignsubmission_file[_]/`
   with the files as uploaded, or (with "Download submissions in folders" off) files named
@@ -47,6 +47,7 @@ LIMIT = MAX_NOTEBOOK_MB * 2**20  # bytes: the most collect reads of one file
 READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)  # a link is never read through
 JUNK = ("__MACOSX",)  # macOS's resource forks in a zip made on a Mac; names starting with '.' are skipped too
 CANVAS = re.compile(r"(?P<name>.+?)(?:_(?P<late>LATE))?_(?P<user>\d+)_(?P<file>\d+)_(?P<original>.+)", re.S)
+CANVAS_IDS = re.compile(r"(?=_(\d+)_(\d+)_.)", re.S)  # every place a sortable name could end and the ids begin
 CANVAS_ANONYMOUS = re.compile(r"(?:(?P<late>LATE)_)?anon_(?P<anon>[^\W_]+)_(?P<file>\d+)_(?P<original>.+)", re.S)
 MOODLE_FOLDER = re.compile(r"(?P<name>[^_]*)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_?")
 MOODLE_FILE = re.compile(r"(?P<name>[^_]*)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<file>.+)", re.S)
@@ -90,6 +91,7 @@ class Found:
     submitted: datetime | None = None  # the LMS's submission time, when it gives one
     order: int = 0  # the LMS's upload order where it has no time (Canvas's file id grows with each upload)
     note: str = ""
+    ambiguous: str = ""  # other readings of its name (a Canvas name that holds _<digits>_<digits>_): it never wins
 
 
 @dataclass
@@ -185,6 +187,15 @@ def ignored(member):
     return any(part.startswith(".") or part in JUNK for part in member.path.split("/"))
 
 
+def other_readings(name, match):
+    """The other (user id, file id) that a Canvas file name can be read as, where CANVAS read `match`: a file name
+    whose original part holds `_<digits>_<digits>_` may be that of a student whose sortable name ends in the ids
+    CANVAS read (`a_1_9_2_5_x.ipynb` is user 1's file `2_5_x.ipynb`, or user 2's file `x.ipynb` of a student
+    named `a_1_9`). A student who can set their name could so have their files read as another student's."""
+    inside = match.start("original") - 1  # the '_' before the original name: readings from there on
+    return [(m[1], m[2]) for m in CANVAS_IDS.finditer(name, inside)]
+
+
 def canvas(members, download):
     "Found and Unplaced of a Canvas download (see the module's docstring)."
     found, unplaced = [], []
@@ -206,12 +217,16 @@ def canvas(members, download):
         else:
             person = Person(
                 student=f"{slug(groups['name']) or 'student'}-{groups['user']}",
-                name=groups["name"],
+                name=printable(groups["name"]),
                 lms_id=groups["user"],
             )
         note = "Canvas marked it LATE" if groups["late"] else ""
         original = groups["original"]
-        found.append(Found(member, person, original, [original], order=int(groups["file"]), note=note))
+        others = other_readings(name, match) if not groups.get("anon") else []
+        ambiguous = " or ".join(f"user {user}'s file {file}" for user, file in others)
+        found.append(
+            Found(member, person, original, [original], order=int(groups["file"]), note=note, ambiguous=ambiguous)
+        )
     return found, unplaced
 
 
@@ -232,7 +247,7 @@ def moodle(members, download):
         if match["plugin"] != "file":
             unplaced.append(Unplaced(member.path, f"Moodle's {match['plugin']} submission, not an uploaded file"))
             continue
-        seen.append((member, match["name"].strip(), match["id"], rest))
+        seen.append((member, printable(match["name"]).strip(), match["id"], rest))
     ids = {}
     for _, name, participant, _ in seen:
         ids.setdefault(slug(name) or "student", set()).add(participant)
@@ -301,17 +316,24 @@ def read_gradescope_metadata(meta, where):
         raw = unsymbol(yaml.load(data, Loader=Loader))  # noqa: S506  (a SafeLoader subclass)
     except yaml.YAMLError as error:
         raise GradingError(f"{where}: not readable YAML ({str(error).splitlines()[0]}); download it again.") from None
+    except RecursionError:  # an alias inside itself (&a ... *a): no export of Gradescope's is one
+        raise GradingError(f"{where}: refers to itself (a YAML alias in a loop); download it again.") from None
     if not isinstance(raw, dict):
         raise GradingError(f"{where}: expected one entry per submission folder (submission_<id>: ...).")
     submissions = {}
     for folder, entry in raw.items():
         entry = entry if isinstance(entry, dict) else {}
         people = []
-        for who in entry.get("submitters") or []:
+        submitters = entry.get("submitters") or []
+        if not isinstance(submitters, list):
+            raise GradingError(f"{where}: {printable(str(folder))}'s submitters are not a list; download it again.")
+        for who in submitters:
             who = who if isinstance(who, dict) else {}
-            name, sid, email = (str(who.get(key) or "").strip() for key in ("name", "sid", "email"))
+            name, sid, email = (printable(str(who.get(key) or "")).strip() for key in ("name", "sid", "email"))
             student = slug(sid, lower=False) or slug(email) or f"{slug(name) or 'student'}-{slug(str(folder))}"
-            people.append(Person(student=student, name=name, email=email, sis_id=sid))
+            person = Person(student=student, name=name, email=email, sis_id=sid)
+            if person not in people:  # a submitter listed twice in one group
+                people.append(person)
         submissions[str(folder)] = (people, parse_time(entry.get("created_at")))
     return submissions
 

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..common import csvsafe
 from ..common.errors import GradingError
 
 ROSTER_COLUMNS = ("student", "name", "email")
@@ -108,7 +109,7 @@ def read_roster(path):
             continue  # blank lines are allowed
         if len(row) != len(header):
             raise GradingError(f"{path} line {line}: {len(row)} fields, the header has {len(header)}.")
-        values = {h: cell.strip() for h, cell in zip(header, row, strict=True)}
+        values = {h: csvsafe.plain_cell(cell.strip()) for h, cell in zip(header, row, strict=True)}
         if not values["student"]:
             raise GradingError(f"{path} line {line}: the student id (the submission folder name) is empty.")
         if "/" in values["student"] or "\\" in values["student"]:
