@@ -187,7 +187,7 @@ def test_moodle_folders_and_prefixed_files_give_slugged_student_folders(tmp_path
     assert roster["jose-nunez-o-brien"] == "José Ñúñez O'Brien"
     rows = report(out)
     assert "onlinetext submission" in rows["Jane Doe_501_assignsubmission_onlinetext/onlinetext.html"]["note"]
-    assert not any("__MACOSX" in name for name in rows)
+    assert rows["__MACOSX/._02_function.ipynb"]["status"] == "skipped"  # in the report, not an error
     assert any("email" in line for line in result.warnings)
 
 
@@ -377,7 +377,7 @@ def test_moodle_students_whose_folders_would_be_one_get_each_their_own(tmp_path,
     assert len(placed) == 3 and "anna-b-9" in placed and "anna-b-5" not in placed, sorted(placed)
     assert all(r.status == "placed" for r in result.rows), result.rows
     assert sum("another student of this download also has the folder anna-b-5" in r.note for r in result.rows) == 2
-    assert any("2 student folder(s) have a suffix" in line for line in result.warnings), result.warnings
+    assert any("3 student folder(s) have a suffix" in line for line in result.warnings), result.warnings
 
 
 GRADESCOPE_PAIR = """\
@@ -559,30 +559,28 @@ def test_a_name_the_roster_quotes_is_the_same_name_when_read_back(tmp_path, cour
     assert [(p.student, p.name) for p in read_roster(out / "roster.csv")] == [("anna", "-Anna")]
 
 
-def test_a_canvas_name_that_reads_as_another_students_file_never_supersedes_theirs(tmp_path, course):
+def test_a_canvas_name_that_reads_as_another_students_file_is_not_collected(tmp_path, course):
     """A student whose sortable name is lovelaceada_1001_9999999999 (user 2002): their files read first as user
-    1001's (the victim's) with a file id larger than hers. They stay out; the victim's file is placed."""
+    1001's (the victim's), with a larger file id. Such a file is not collected, nor its student put in the roster: it
+    would supersede the victim's, or be graded (and exported) under the victim's id where she handed in nothing."""
     download = make_zip(
         tmp_path / "canvas.zip",
         {
             "lovelaceada_1001_208490284_02_function.ipynb": tiny(text="VICTIM"),
             "lovelaceada_1001_9999999999_2002_208490290_02_function.ipynb": tiny(text="ATTACKER"),
+            "x_1001_9_2002_601_03_gradcheck.ipynb": tiny("03_gradcheck", "ATTACKER"),  # where she handed in nothing
         },
     )
     out = tmp_path / "submissions"
     result = collect(download, "canvas", out, notebooks_dir=course)
     assert "VICTIM" in notebook(out, "lovelaceada-1001", "02_function").read_text()
+    assert [r.status for r in result.rows].count("placed") == 1 and len(placed_folders(out, "03_gradcheck")) == 0
     doubtful = report(out)["lovelaceada_1001_9999999999_2002_208490290_02_function.ipynb"]
     assert doubtful["status"] == "not placed", doubtful
-    assert "can also be read as user 2002's file 208490290" in doubtful["note"], doubtful
-    alone = make_zip(
-        tmp_path / "alone.zip", {"lovelaceada_1001_9999999999_2002_208490290_03_gradcheck.ipynb": tiny("03_gradcheck")}
-    )
-    result = collect(alone, "canvas", out, notebooks_dir=course)
-    assert any("can be read as two students'" in line for line in result.warnings), result.warnings
+    assert "read as user 1001's file or as user 2002's file 208490290" in doubtful["note"], doubtful
+    assert [p.lms_id for p in read_roster(out / "roster.csv")] == ["1001"]
     plain = make_zip(tmp_path / "plain.zip", {"turingalan_1003_504_10_x_1_y.ipynb": tiny()})  # no _<id>_<id>_ inside
-    warnings = collect(plain, "canvas", tmp_path / "other", notebooks_dir=course).warnings
-    assert not any("two students'" in line for line in warnings), warnings
+    assert [r.status for r in collect(plain, "canvas", tmp_path / "other", notebooks_dir=course).rows] == ["placed"]
 
 
 def test_a_roster_folder_that_is_no_folder_name_is_never_used(tmp_path, course):
@@ -671,3 +669,92 @@ def test_a_name_typed_on_a_mac_and_on_windows_is_one_student(tmp_path, course):
     (folder / "03_gradcheck.ipynb").write_bytes(tiny("03_gradcheck"))
     result = collect(download, "moodle", out, notebooks_dir=course)
     assert [r.student for r in result.rows] == ["jose"], result.rows
+
+
+# A second attacker's round: the owner of a roster line keeps its folder; every file is a row
+
+
+def gradescope_export(path, submitters):
+    "A Gradescope export of {folder: [(name, sid, email)]}, each submission one 02_function notebook."
+    lines = []
+    for folder, people in submitters.items():
+        lines += [f"{folder}:", "  :submitters:"]
+        for name, sid, email in people:
+            lines += [f"  - :name: {name}", f"    :sid: '{sid}'", f"    :email: {email}"]
+        lines.append("  :created_at: 2026-12-01 10:00:00 Z")
+    files = {"submission_metadata.yml": "\n".join(lines).encode()}
+    files.update({f"{folder}/02_function.ipynb": tiny(text=folder) for folder in submitters})
+    return make_zip(path, files)
+
+
+def test_the_student_the_roster_gives_a_folder_keeps_it_when_another_slugs_to_it(tmp_path, course):
+    out = tmp_path / "submissions"
+    ada = ("Ada", "1815", "ada@uni.edu")
+    collect(gradescope_export(tmp_path / "1.zip", {"submission_1": [ada]}), "gradescope", out, notebooks_dir=course)
+    second = gradescope_export(
+        tmp_path / "2.zip", {"submission_1": [ada], "submission_2": [("Mallory", "1815.", "mallory@uni.edu")]}
+    )
+    result = collect(second, "gradescope", out, notebooks_dir=course, force=True)
+    assert "submission_1" in notebook(out, "1815", "02_function").read_text(), "Ada keeps her folder"
+    (mallory,) = [r.student for r in result.rows if r.file.startswith("submission_2")]
+    assert mallory.startswith("1815-"), mallory
+    assert [p.student for p in read_roster(out / "roster.csv")] == ["1815", mallory]
+
+
+@pytest.mark.parametrize("other", ["Ada Lovelace!", "ADA  LOVELACE"])
+def test_a_moodle_name_like_anothers_never_takes_her_folder(tmp_path, course, other):
+    "'Ada Lovelace!' slugs like her name; 'ADA  LOVELACE' only differs in case and spaces: neither is her."
+    out = tmp_path / "submissions"
+    first = make_zip(tmp_path / "1.zip", {"Ada Lovelace_5_assignsubmission_file/02_function.ipynb": tiny(text="V1")})
+    collect(first, "moodle", out, notebooks_dir=course)
+    second = make_zip(
+        tmp_path / "2.zip",
+        {
+            "Ada Lovelace_7_assignsubmission_file/03_gradcheck.ipynb": tiny("03_gradcheck", "V2"),
+            f"{other}_8_assignsubmission_file/03_gradcheck.ipynb": tiny("03_gradcheck", "ATTACKER"),
+        },
+    )
+    result = collect(second, "moodle", out, notebooks_dir=course)
+    assert "V2" in notebook(out, "ada-lovelace", "03_gradcheck").read_text()
+    (theirs,) = [r.student for r in result.rows if r.file.startswith(other)]
+    assert theirs.startswith("ada-lovelace-"), theirs
+    alone = make_zip(tmp_path / "3.zip", {f"{other}_9_assignsubmission_file/03_gradcheck.ipynb": tiny("03_gradcheck")})
+    (row,) = collect(alone, "moodle", out, notebooks_dir=course, force=True).rows
+    assert row.student != "ada-lovelace", "without her in the download, the folder is still hers"
+
+
+def test_every_file_of_the_download_is_a_row_of_the_report(tmp_path, course):
+    "A Moodle name starting with '.' is a student; checkpoints and macOS's extras are 'skipped' rows, not errors."
+    download = make_zip(
+        tmp_path / "m.zip",
+        {
+            ".Ada_5_assignsubmission_file/02_function.ipynb": tiny(),
+            "Bob_6_assignsubmission_file/.ipynb_checkpoints/02_function-checkpoint.ipynb": tiny(),
+            "Bob_6_assignsubmission_file/__MACOSX/._03_gradcheck.ipynb": b"",
+        },
+    )
+    out = tmp_path / "submissions"
+    result = collect(download, "moodle", out, notebooks_dir=course)
+    rows = {r.file: r.status for r in result.rows}
+    assert rows[".Ada_5_assignsubmission_file/02_function.ipynb"] == "placed"
+    assert list(rows.values()).count("skipped") == 2 and not result.not_placed, rows
+    assert len(report(out)) == 3
+
+
+def test_a_folder_name_with_a_space_at_its_end_is_no_students_folder(tmp_path, course):
+    "'alice ' became a roster line that read back as 'alice', a duplicate, and every later collect stopped."
+    out = tmp_path / "submissions"
+    for i, (folder, nb) in enumerate([("alice", "02_function"), ("alice ", "03_gradcheck"), ("bob", "03_gradcheck")]):
+        collect(make_zip(tmp_path / f"{i}.zip", {f"{folder}/{nb}.ipynb": tiny(nb)}), "flat", out, notebooks_dir=course)
+    assert sorted(p.student for p in read_roster(out / "roster.csv")) == ["alice", "bob"]
+
+
+def test_a_download_whose_path_is_not_printable_keeps_one_set_of_rows(tmp_path, course):
+    download = tmp_path / "dl\u200e"
+    (download / "alice").mkdir(parents=True)
+    (download / "alice" / "02_function.ipynb").write_bytes(tiny())
+    out = tmp_path / "submissions"
+    for _ in range(3):
+        collect(download, "flat", out, notebooks_dir=course)
+    with open(out / "collect-report.csv", encoding="utf-8") as file:
+        assert len(list(csv.DictReader(file))) == 1

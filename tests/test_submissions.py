@@ -157,3 +157,9 @@ def test_a_student_folder_name_that_html_or_a_script_string_would_read_is_refuse
 )
 def test_names_of_letters_digits_accents_and_a_little_punctuation_are_taken(name):
     assert submissions.name_problem(name) is None
+
+
+@pytest.mark.parametrize("name", ["alice ", " alice", "alice.", ".alice", "-alice"])
+def test_a_name_that_windows_or_a_roster_would_change_is_refused(name):
+    "Windows drops a trailing space or dot ('alice ' is 'alice' there), and a roster cell read back is stripped."
+    assert "cannot name a file everywhere" in submissions.name_problem(name)

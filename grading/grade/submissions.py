@@ -35,8 +35,11 @@ def name_problem(name):
     "Why `name` cannot name a student's or an assignment's files (None when it can)."
     if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
         return f"the name is {len(name.encode('utf-8', 'surrogateescape'))} bytes long (at most {MAX_NAME_BYTES})"
-    if not name.isprintable() or "\\" in name or name.startswith(("-", ".")):
-        return "the name has characters that cannot name a file everywhere (control characters, a backslash, or a leading '-' or '.')"
+    if not name.isprintable() or "\\" in name or name.startswith(("-", ".", " ")) or name.endswith((" ", ".")):
+        return (
+            "the name has characters that cannot name a file everywhere (control characters, a backslash, a leading "
+            "'-' or '.', or a space or '.' at either end, which Windows drops)"
+        )
     if not all(c.isalnum() or c in NAME_PUNCTUATION or unicodedata.category(c).startswith("M") for c in name):
         return (
             f"the name has characters other than letters, digits, spaces and {' '.join(NAME_PUNCTUATION.strip())}: "

@@ -20,8 +20,8 @@ submissions, and the time each was handed in. So this command does it, in the or
    differs stops the command before anything is written, with the files named;
 6. add the students to SUBMISSIONS/roster.csv (the roster `export-grades` reads: student, name, email, lms_id, sis_id,
    login_id, section), lines already there untouched; autograde skips files at the top of SUBMISSIONS;
-7. write SUBMISSIONS/collect-report.csv: every file of the download, placed or not and why (rows of earlier
-   collects of other downloads are kept).
+7. write SUBMISSIONS/collect-report.csv: every file of the download, placed or not and why, hidden files and
+   checkpoints as 'skipped' (rows of earlier collects of other downloads are kept).
 
 Every file that is not placed is also one line on stderr (cli.cmd_collect), so nothing is dropped silently.
 """
@@ -50,6 +50,11 @@ ROSTER = "roster.csv"
 REPORT = "collect-report.csv"
 REPORT_COLUMNS = ["download", "file", "status", "student", "assignment", "time", "time_from", "note"]
 PLACED, UNCHANGED, SUPERSEDED, NOT_PLACED = "placed", "unchanged", "superseded", "not placed"
+SKIPPED = "skipped"  # hidden files, Jupyter's checkpoints, macOS's extras: in the report, not an error
+DOUBT = (
+    "its Canvas name can be read as user {}'s file or as {}: a student can make their name read as another's, so "
+    "it was not collected; check whose it is in Canvas, and copy it to SUBMISSIONS/<student>/<nb>/<nb>.ipynb"
+)
 RENAMED = re.compile(r"(?:\s*\(\d+\)|-\d+|[-_ ]copy\d*|-checkpoint)$")  # "x (1)", "x-1", "x-Copy1": the same name
 LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope", "flat": "the folder"}
 
@@ -154,7 +159,7 @@ def source_of(download, members):
     """The download as the report's rows name it: its path and a digest of its files' names and times, so that the
     next assignment's download saved at the same path (Canvas names every one submissions.zip) is another source."""
     listing = "\n".join(f"{m.path}\0{m.time}" for m in members).encode("utf-8", "surrogateescape")
-    return f"{download.resolve()} ({hashlib.sha256(listing).hexdigest()[:12]})"
+    return printable(f"{download.resolve()} ({hashlib.sha256(listing).hexdigest()[:12]})")  # as the report shows it
 
 
 def check_places(download, out):
@@ -199,9 +204,16 @@ def members_of(download):
 def read_download(members, lms, download):
     "([Found], [Row]): whose each file is, and a row for each that is refused or that the LMS's naming does not place."
     rows = [Row(m.path, NOT_PLACED, m.problem) for m in members if m.problem]  # before `ignored`: '..' starts with '.'
+    skipped = [m for m in members if not m.problem and ignored(m)]
+    rows += [
+        Row(m.path, SKIPPED, "a hidden file, Jupyter's checkpoint or macOS's extra: not collected") for m in skipped
+    ]
     readable = [m for m in members if not m.problem and not ignored(m)]
     found, unplaced = READERS[lms](readable, download)
-    return found, rows + [Row(u.path, NOT_PLACED, u.note) for u in unplaced]
+    rows += [Row(u.path, NOT_PLACED, u.note) for u in unplaced]
+    doubtful = [item for item in found if item.ambiguous]  # never placed, nor put in the roster: whose is not sure
+    rows += [Row(item.member.path, NOT_PLACED, DOUBT.format(item.person.lms_id, item.ambiguous)) for item in doubtful]
+    return [item for item in found if not item.ambiguous], rows
 
 
 def identify(found, known):
@@ -229,8 +241,7 @@ def identify(found, known):
             time, time_from = datetime.fromtimestamp(item.member.time).astimezone(), "the file's time in the download"
         elif time is None:
             time_from = "none in the download: the time of collect"
-        doubt = f"its Canvas name can also be read as {item.ambiguous}: check whose it is" if item.ambiguous else ""
-        note = "; ".join(n for n in (item.note, note, doubt) if n)
+        note = "; ".join(n for n in (item.note, note) if n)
         placements.append(Placement(item, digest, assignment, note, time, time_from))
     return placements, rows
 
@@ -294,11 +305,6 @@ def latest(placements):
         groups.setdefault((p.found.person.student, p.assignment), []).append(p)
     kept, rows = [], []
     for group in groups.values():
-        clear = [p for p in group if not p.found.ambiguous]  # a file whose name may be another student's never wins
-        for doubtful in [p for p in group if p.found.ambiguous] if clear else []:
-            why = f"{doubtful.note}; not placed: {clear[0].found.member.path} is this student's file of it for sure"
-            rows.append(doubtful.row(NOT_PLACED, why))
-        group = clear or group
         group.sort(key=lambda p: (p.time.timestamp() if p.time else float("-inf"), p.found.order, p.found.member.path))
         last = group[-1]
         kept.append(last)
@@ -433,12 +439,6 @@ def warnings(lms, rows):
             "autograde's --due would count them all late. Apply the late policy in the LMS"
             + (" (Canvas's LATE marks are in the report's notes)" if lms == "canvas" else "")
             + "."
-        )
-    doubtful = [r for r in rows if r.status == PLACED and "can also be read as" in r.note]
-    if doubtful:
-        lines.append(
-            f"{len(doubtful)} file(s) whose Canvas name can be read as two students' were placed by the first reading: "
-            "check whose they are (collect-report.csv's notes)."
         )
     renamed = sorted({r.student for r in rows if RENAMED_NOTE in r.note})
     if renamed:

@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
 from ..grade.submissions import name_problem
+from .folders import RENAMED_NOTE, plain
 from .lms_input import Person
 
 LIMIT = MAX_NOTEBOOK_MB * 2**20  # bytes: the most collect reads of one file
@@ -183,8 +184,11 @@ def folder_members(top) -> list:
 
 
 def ignored(member):
-    "Files that are nobody's submission and not worth a line: hidden files, Jupyter's checkpoints, macOS's extras."
-    return any(part.startswith(".") or part in JUNK for part in member.path.split("/"))
+    """Files that are nobody's submission: hidden files, Jupyter's checkpoints, macOS's extras (a report row says so).
+    A top folder is the LMS's student folder: a Moodle name starting with '.' is no hidden folder."""
+    parts = member.path.split("/")
+    named = parts[1:] if len(parts) > 1 else parts
+    return any(part in JUNK for part in parts) or any(part.startswith(".") for part in named)
 
 
 def other_readings(name, match):
@@ -250,13 +254,13 @@ def moodle(members, download):
         seen.append((member, printable(match["name"]).strip(), match["id"], rest))
     ids = {}
     for _, name, participant, _ in seen:
-        ids.setdefault(slug(name) or "student", set()).add(participant)
+        ids.setdefault(plain(name), set()).add(participant)
     found = []
     for member, name, participant, rest in seen:
         base = slug(name) or "student"
-        shared = len(ids[base]) > 1  # two students of this download share a name: their ids tell them apart
+        shared = len(ids[plain(name)]) > 1  # two students of this download have one name: their ids tell them apart
         person = Person(student=f"{base}-{participant}" if shared else base, name=name)
-        note = f"two students of this download are named {base}: Moodle's participant id added" if shared else ""
+        note = f"two students of this download are named {name}: {RENAMED_NOTE} {person.student}" if shared else ""
         found.append(Found(member, person, rest[-1], [rest[-1], *reversed(rest[:-1])], note=note))
     return found, unplaced
 

@@ -7,10 +7,11 @@ names that slug alike ("Anna B" of participant 5 and "Anna B 5"), a Gradescope s
 Windows' do), or a folder that roster.csv, from an earlier collect, gives to someone else. Their notebooks would
 share a folder and the later would supersede the earlier. So, in `distinct_students`:
 
-1. a student whom one line of roster.csv names by the same LMS id or email, and no other student of the download
-   does, keeps that line's folder: their notebooks of every assignment stay together;
+1. a student whom one line of roster.csv names by the same LMS id or email (a Moodle student: by the same name), and
+   no other student of the download does, keeps that line's folder: their notebooks of every assignment stay together;
 2. a folder that is two students' (ignoring case and Unicode normalisation), or that the roster gives to somebody
-   else, gets a suffix for each of them: `-` and hex digits of a hash of who they are, the same in every collect;
+   else, gets a suffix for each of them but the one the roster gives it to: `-` and hex digits of a hash of who they
+   are, the same in every collect;
 3. step 2 is repeated, with a longer hash, until every folder is one student's: a student cannot pick a name that
    slugs to another's suffixed folder and take it.
 """
@@ -35,8 +36,9 @@ def identity(person):
 
 
 def plain(name):
-    "A name as compared: NFC, case folded, spaces collapsed ('José' typed on a Mac and on Windows is one name)."
-    return " ".join(unicodedata.normalize("NFC", name).casefold().split())
+    """A name as compared: NFC, spaces collapsed ('José' typed on a Mac and on Windows is one name). Not case folded:
+    an LMS writes one student's name the same way every time, and 'ADA LOVELACE' is somebody else's choice."""
+    return " ".join(unicodedata.normalize("NFC", name).split())
 
 
 def folder_key(folder):
@@ -53,8 +55,11 @@ def conflict(one, other):
 
 
 def same_student(one, other):
-    "Whether two Persons are one student: an LMS id or email that both have agrees, and none differs."
+    """Whether two Persons are one student: an LMS id or email that both have agrees, and none differs; or, where one
+    is known by name alone (Moodle), the same name."""
     agree = any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
+    if not any(identity(one)) or not any(identity(other)):
+        agree = bool(one.name and plain(one.name) == plain(other.name))
     return agree and not conflict(one, other)
 
 
@@ -82,7 +87,8 @@ def distinct_students(found, listed):
     notes = {}
     for length in HASH_LENGTHS:
         shared = Counter(folder_key(name) for name in folder.values())
-        clashes = {key: why_not(folder[key], people[key], owner[key], shared, roster) for key in people}
+        owned = Counter(folder_key(folder[key]) for key in people if owner[key] is not None)
+        clashes = {key: why_not(folder[key], people[key], owner[key], shared, owned, roster) for key in people}
         clashes = {key: why for key, why in clashes.items() if why}
         if not clashes:
             break
@@ -117,9 +123,10 @@ def roster_folders(people, listed):
     return folder, owner
 
 
-def why_not(name, person, owner, shared, roster):
-    "Why `person` cannot have the folder `name` (None when they can): another student of the download, or the roster."
-    if shared[folder_key(name)] > 1:
+def why_not(name, person, owner, shared, owned, roster):
+    """Why `person` cannot have the folder `name` (None when they can): another student of the download has it too
+    (and the roster gives it to neither, or to that other one), or the roster gives it to someone else."""
+    if shared[folder_key(name)] > 1 and (owner is None or owned[folder_key(name)] > 1):
         return f"another student of this download also has the folder {name}"
     lines = [line for line in roster.get(folder_key(name), []) if line is not owner]
     if any(line.student != name or conflict(line, person) for line in lines):
