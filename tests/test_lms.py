@@ -451,3 +451,19 @@ def test_no_cell_of_any_export_starts_a_spreadsheet_formula(grading, tmp_path):
     moodle = read_csv(tmp_path / "moodle-zero.csv")
     assert "'-2+3@example.edu" not in {r[1] for r in moodle}, "an escaped email would not match: left out"
     assert any(r[0] == "h9" and "starts like a formula" in r[6] for r in read_csv(tmp_path / "moodle-zero.notes.csv"))
+
+
+@pytest.mark.parametrize("field", ["lms_id", "sis_id", "email"])
+def test_a_roster_in_which_two_students_share_an_id_is_refused(grading, tmp_path, field):
+    "Two lines with one Canvas id (an edited roster, or one collect once wrote) would give one's grade to the other."
+    _, roster, _ = grading
+    people = read_roster(roster)
+    rows = [["student", "name", "email", "lms_id", "sis_id"]]
+    rows += [[p.student, p.name, p.email, p.lms_id, p.sis_id] for p in people]
+    rows.append(["mallory", "Mallory", "m@example.edu", "999", "S-999"])
+    rows[-1][{"email": 2, "lms_id": 3, "sis_id": 4}[field]] = rows[1][{"email": 2, "lms_id": 3, "sis_id": 4}[field]]
+    with open(roster, "w", newline="", encoding="utf-8") as file:
+        csv.writer(file).writerows(rows)
+    result = export(grading, "canvas", tmp_path / "canvas.csv")
+    assert result.returncode != 0 and not (tmp_path / "canvas.csv").exists()
+    assert f"students {people[0].student} and mallory have the same" in result.stderr, result.stderr

@@ -393,6 +393,21 @@ def disagreements(book, report, assignments, fmt_name, out, missing):
     return lines
 
 
+def check_one_line_each(people, roster):
+    "Refuse a roster in which two students share an LMS id, SIS id or email: the import would mix up their grades."
+    seen = {}
+    for person in people:
+        for column, label in (("lms_id", "LMS id"), ("sis_id", "SIS id"), ("email", "email")):
+            value = getattr(person, column).lower()
+            if value and (column, value) in seen:
+                raise GradingError(
+                    f"{roster}: students {seen[column, value]} and {person.student} have the same {label} "
+                    f"{getattr(person, column)}: the LMS would give one's grade to the other. Keep the line of the "
+                    "student it is, and correct or delete the other."
+                )
+            seen[column, value] = person.student
+
+
 def export_grades(
     grading_dir,
     fmt_name,
@@ -426,6 +441,7 @@ def export_grades(
     check_options(fmt_name, missing, hidden_visibility, roster)
     book = read_gradebook(grading_dir)
     people = read_roster(roster) if roster is not None else None
+    check_one_line_each(people or [], roster)
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else REPO / "notebooks"
     if not notebooks_dir.is_dir():
         raise GradingError(f"{notebooks_dir}: no such folder of instructor notebooks.")
