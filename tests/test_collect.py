@@ -577,7 +577,9 @@ def test_a_canvas_name_that_reads_as_another_students_file_is_not_collected(tmp_
     assert [r.status for r in result.rows].count("placed") == 1 and len(placed_folders(out, "03_gradcheck")) == 0
     doubtful = report(out)["lovelaceada_1001_9999999999_2002_208490290_02_function.ipynb"]
     assert doubtful["status"] == "not placed", doubtful
-    assert "read as user 1001's file or as user 2002's file 208490290" in doubtful["note"], doubtful
+    assert (
+        "read as user 1001's file or as user 9999999999's file 2002 or user 2002's file 208490290" in doubtful["note"]
+    )
     assert [p.lms_id for p in read_roster(out / "roster.csv")] == ["1001"]
     plain = make_zip(tmp_path / "plain.zip", {"turingalan_1003_504_10_x_1_y.ipynb": tiny()})  # no _<id>_<id>_ inside
     assert [r.status for r in collect(plain, "canvas", tmp_path / "other", notebooks_dir=course).rows] == ["placed"]
@@ -758,3 +760,62 @@ def test_a_download_whose_path_is_not_printable_keeps_one_set_of_rows(tmp_path, 
         collect(download, "flat", out, notebooks_dir=course)
     with open(out / "collect-report.csv", encoding="utf-8") as file:
         assert len(list(csv.DictReader(file))) == 1
+
+
+# A third round: names ending in a classmate's user id; ids that change; what the roster then says
+
+
+@pytest.mark.parametrize("attacker", ["lovelaceada_1001_2002_600_work.ipynb", "x_1001_2002_600_x.ipynb"])
+def test_a_canvas_name_ending_in_a_classmates_user_id_is_not_read_as_hers(tmp_path, course, attacker):
+    "Sortable name lovelaceada_1001 (or x_1001), user 2002, file 600: first read as user 1001's file 2002."
+    download = make_zip(
+        tmp_path / "canvas.zip",
+        {"lovelaceada_1001_501_02_function.ipynb": tiny(text="VICTIM"), attacker: tiny(text="ATTACKER")},
+    )
+    out = tmp_path / "submissions"
+    result = collect(download, "canvas", out, notebooks_dir=course)
+    assert "VICTIM" in notebook(out, "lovelaceada-1001", "02_function").read_text()
+    assert report(out)[attacker]["status"] == "not placed" and "user 2002's file 600" in report(out)[attacker]["note"]
+    assert [p.student for p in read_roster(out / "roster.csv")] == ["lovelaceada-1001"]
+    assert len(result.placed) == 1
+
+
+def test_a_student_whose_id_changed_is_not_written_into_a_roster_export_grades_refuses(tmp_path, course):
+    """Ada's sid was a1815, then A1815 (one id: case is ignored), then 20231815 with the same email: she is not
+    added as a second line with her email (export-grades would refuse the class); a warning says so."""
+    out = tmp_path / "submissions"
+    for i, sid in enumerate(["a1815", "A1815", "20231815"]):
+        export = gradescope_export(tmp_path / f"{i}.zip", {f"submission_{i}": [("Ada", sid, "ada@uni.edu")]})
+        result = collect(export, "gradescope", out, notebooks_dir=course, force=True)
+        if i == 1:
+            assert [r.student for r in result.rows] == ["a1815"], result.rows
+    assert [p.student for p in read_roster(out / "roster.csv")] == ["a1815"]
+    assert any("not added to roster.csv" in line and "20231815" in line for line in result.warnings), result.warnings
+
+
+def test_what_a_download_gives_that_the_roster_refuses_or_that_is_no_download_is_said(tmp_path, course):
+    metadata = "submission_1:\n  :submitters:\n  - :sid: '7'\n    :email: not-an-email\n"
+    export = make_zip(
+        tmp_path / "gs.zip", {"submission_metadata.yml": metadata.encode(), "submission_1/02_function.ipynb": tiny()}
+    )
+    out = tmp_path / "submissions"
+    collect(export, "gradescope", out, notebooks_dir=course)
+    assert [(p.student, p.email) for p in read_roster(out / "roster.csv")] == [("7", "")]
+    collect(export, "gradescope", out, notebooks_dir=course)  # the roster it wrote reads back
+    bad_date = make_zip(
+        tmp_path / "d.zip", {"submission_metadata.yml": b"submission_1:\n  :created_at: 2026-02-30 10:00:00 Z\n"}
+    )
+    with pytest.raises(GradingError, match="not readable YAML"):
+        collect(bad_date, "gradescope", tmp_path / "other", notebooks_dir=course)
+    huge = make_zip(tmp_path / "c.zip", {f"ada_{'9' * 5000}_1_02_function.ipynb": tiny()})
+    (row,) = collect(huge, "canvas", tmp_path / "third", notebooks_dir=course).rows  # no ValueError from int()
+    assert all(len(p.lms_id) <= 20 for p in read_roster(tmp_path / "third" / "roster.csv"))
+
+
+def test_a_folder_a_student_made_to_look_like_moodles_is_not_anothers(tmp_path, course):
+    download = make_zip(
+        tmp_path / "m.zip",
+        {"Mallory_8_assignsubmission_file_x/Ada Lovelace_5_assignsubmission_file/02_function.ipynb": tiny()},
+    )
+    (row,) = collect(download, "moodle", tmp_path / "submissions", notebooks_dir=course).rows
+    assert row.status == "not placed" and "is not a folder Moodle names" in row.note, row

@@ -22,7 +22,7 @@ score into text that an LMS import refuses. The test is a strict pattern, not fl
 import csv
 import re
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0", "'")  # and the quote itself: plain_cell reads back each
 PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 

@@ -42,7 +42,7 @@ from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook
 from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
-from .folders import RENAMED_NOTE, distinct_students
+from .folders import RENAMED_NOTE, distinct_students, identity
 from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, read_roster
 
 FORMATS = tuple(READERS)
@@ -148,11 +148,11 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
         kept, older = latest(placements)
         unchanged = plan(kept, out, force)
         written = [write_notebook(p, out, unchanged) for p in kept]
-    people = merged_roster(listed, [item.person for item in found])
+    people, unlisted = merged_roster(listed, [item.person for item in found])
     rows = rows + unknown + written + older
     write_roster(roster, people)
     write_report(report, source, earlier, rows)
-    return Collected(rows, warnings(lms, rows), roster, report)
+    return Collected(rows, warnings(lms, rows) + unlisted_warning(unlisted), roster, report)
 
 
 def source_of(download, members):
@@ -385,14 +385,36 @@ def write_atomic(path, data, mtime=None):
 
 
 def merged_roster(listed, people):
-    "The roster's people `listed` with a line added for each student it lacks; its own lines stay as they are."
-    roster = list(listed)
-    listed = {p.student for p in roster}
+    """(roster, [(person, line)]): the roster's people `listed` with a line added for each student it lacks, its own
+    lines as they are; and each student not added because a line has their LMS id, SIS id or email under another
+    folder (a student id changed in the LMS, or set to a classmate's), which export-grades would refuse."""
+    roster, unlisted = list(listed), []
+    folders = {p.student for p in roster}
     for person in people:
-        if person.student not in listed:
+        if person.student in folders:
+            continue
+        taken = next((line for line in roster if shares_an_id(line, person)), None)
+        if taken is None:
             roster.append(person)
-            listed.add(person.student)
-    return roster
+            folders.add(person.student)
+        elif (person, taken) not in unlisted:
+            unlisted.append((person, taken))
+    return roster, unlisted
+
+
+def shares_an_id(one, other):
+    return any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
+
+
+def unlisted_warning(unlisted):
+    if not unlisted:
+        return []
+    pairs = "; ".join(f"{p.student} ({p.name or 'no name'}) and {line.student}" for p, line in unlisted[:5])
+    return [
+        f"{len(unlisted)} student(s) not added to roster.csv, as a line there has their LMS id, SIS id or email under "
+        f"another folder: {pairs}{' and more' if len(unlisted) > 5 else ''}. export-grades lists their grades apart "
+        "until roster.csv says who is who: correct the line (and move the folder), or the id in the LMS."
+    ]
 
 
 def write_roster(path, people):

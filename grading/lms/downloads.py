@@ -47,10 +47,11 @@ from .lms_input import Person
 LIMIT = MAX_NOTEBOOK_MB * 2**20  # bytes: the most collect reads of one file
 READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)  # a link is never read through
 JUNK = ("__MACOSX",)  # macOS's resource forks in a zip made on a Mac; names starting with '.' are skipped too
-CANVAS = re.compile(r"(?P<name>.+?)(?:_(?P<late>LATE))?_(?P<user>\d+)_(?P<file>\d+)_(?P<original>.+)", re.S)
-CANVAS_IDS = re.compile(r"(?=_(\d+)_(\d+)_.)", re.S)  # every place a sortable name could end and the ids begin
+CANVAS = re.compile(r"(?P<name>.+?)(?:_(?P<late>LATE))?_(?P<user>\d{1,20})_(?P<file>\d{1,20})_(?P<original>.+)", re.S)
+CANVAS_IDS = re.compile(r"(?=_([1-9]\d{0,19})_([1-9]\d{2,19})_.)", re.S)  # where ids could begin (below)
 CANVAS_ANONYMOUS = re.compile(r"(?:(?P<late>LATE)_)?anon_(?P<anon>[^\W_]+)_(?P<file>\d+)_(?P<original>.+)", re.S)
 MOODLE_FOLDER = re.compile(r"(?P<name>[^_]*)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_?")
+MOODLE_START = re.compile(r"[^_]*_\d+_assignsubmission_")  # the first folder so named is the student's
 MOODLE_FILE = re.compile(r"(?P<name>[^_]*)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<file>.+)", re.S)
 GRADESCOPE_METADATA = "submission_metadata.yml"
 RUBY_TIME = re.compile(
@@ -192,12 +193,14 @@ def ignored(member):
 
 
 def other_readings(name, match):
-    """The other (user id, file id) that a Canvas file name can be read as, where CANVAS read `match`: a file name
-    whose original part holds `_<digits>_<digits>_` may be that of a student whose sortable name ends in the ids
-    CANVAS read (`a_1_9_2_5_x.ipynb` is user 1's file `2_5_x.ipynb`, or user 2's file `x.ipynb` of a student
-    named `a_1_9`). A student who can set their name could so have their files read as another student's."""
-    inside = match.start("original") - 1  # the '_' before the original name: readings from there on
-    return [(m[1], m[2]) for m in CANVAS_IDS.finditer(name, inside)]
+    """The other (user id, file id) that a Canvas file name can be read as, where CANVAS read `match`. A student
+    who can set their sortable name to end in `_<a classmate's user id>` (or more) has files that CANVAS reads as
+    the classmate's: `ada_1001_2002_600_x.ipynb` is user 1001's file `600_x.ipynb`, or user 2002's file `x.ipynb`
+    of a student named `ada_1001`. Readings from the file id on count; not those whose file id has a leading zero
+    or fewer than 3 digits, which Canvas's never have (its ids count every file of the instance): so a course
+    notebook's name, `10_optimizers.ipynb`, gives no second reading."""
+    after_user = match.start("file") - 1  # the '_' before the file id: readings from there on
+    return [(m[1], m[2]) for m in CANVAS_IDS.finditer(name, after_user)]
 
 
 def canvas(members, download):
@@ -239,7 +242,10 @@ def moodle(members, download):
     seen, unplaced = [], []
     for member in members:
         parts = member.path.split("/")
-        index = next((i for i, part in enumerate(parts[:-1]) if MOODLE_FOLDER.fullmatch(part)), None)
+        index = next((i for i, part in enumerate(parts[:-1]) if MOODLE_START.match(part)), None)
+        if index is not None and not MOODLE_FOLDER.fullmatch(parts[index]):  # a folder a student made to look so
+            unplaced.append(Unplaced(member.path, f"{printable(parts[index])!r} is not a folder Moodle names"))
+            continue
         if index is not None:
             match, rest = MOODLE_FOLDER.fullmatch(parts[index]), parts[index + 1 :]
         elif match := MOODLE_FILE.fullmatch(parts[-1]):
@@ -320,6 +326,8 @@ def read_gradescope_metadata(meta, where):
         raw = unsymbol(yaml.load(data, Loader=Loader))  # noqa: S506  (a SafeLoader subclass)
     except yaml.YAMLError as error:
         raise GradingError(f"{where}: not readable YAML ({str(error).splitlines()[0]}); download it again.") from None
+    except (ValueError, TypeError) as error:  # a timestamp that is no date (2026-02-30), read by PyYAML
+        raise GradingError(f"{where}: not readable YAML ({error}); download it again.") from None
     except RecursionError:  # an alias inside itself (&a ... *a): no export of Gradescope's is one
         raise GradingError(f"{where}: refers to itself (a YAML alias in a loop); download it again.") from None
     if not isinstance(raw, dict):
@@ -333,7 +341,9 @@ def read_gradescope_metadata(meta, where):
             raise GradingError(f"{where}: {printable(str(folder))}'s submitters are not a list; download it again.")
         for who in submitters:
             who = who if isinstance(who, dict) else {}
-            name, sid, email = (printable(str(who.get(key) or "")).strip() for key in ("name", "sid", "email"))
+            values = (who.get(key) for key in ("name", "sid", "email"))
+            name, sid, email = ("" if v is None else printable(str(v)).strip() for v in values)  # a sid 0 is a sid
+            email = email if "@" in email else ""  # what roster.csv refuses is not written there
             student = slug(sid, lower=False) or slug(email) or f"{slug(name) or 'student'}-{slug(str(folder))}"
             person = Person(student=student, name=name, email=email, sis_id=sid)
             if person not in people:  # a submitter listed twice in one group

@@ -30,9 +30,9 @@ HASH_LENGTHS = (8, 16, 32, 64)  # hex digits of a suffix, longer in each round t
 
 
 def identity(person):
-    """What tells two students apart beyond their folder's name: the LMS's ids and the email. Not the name, which
-    each source writes its own way (Canvas's "lovelaceada", a roster's "Ada Lovelace")."""
-    return (person.lms_id, person.sis_id, person.email.lower())
+    """What tells two students apart beyond their folder's name: the LMS's ids and the email, ignoring case (as
+    export-grades does). Not the name, which each source writes its own way ("lovelaceada", "Ada Lovelace")."""
+    return (person.lms_id.lower(), person.sis_id.lower(), person.email.lower())
 
 
 def plain(name):
