@@ -139,3 +139,21 @@ def test_while_graded_an_empty_array_is_close_only_to_an_empty_one():
     assert not strict_allclose(np.ones(3), np.zeros((0, 3)))
     assert strict_allclose(np.zeros((0, 3)), np.zeros((0, 3))) and strict_allclose(np.ones(3), 1.0)
     assert not strict_allclose(np.ones(3), 2.0)
+
+
+def test_a_function_that_returns_a_gradient_is_judged_as_a_rule_is():
+    """13's tied_weight_grad returns a gradient; the verdict compares it with the reference's (EXACT_FUNCTIONS): the
+    visible test's numerical_grad line, copied into the exercise, is refused, and the reference itself is not."""
+    import pytest
+
+    from grading.grade.verdict import EXACT_FUNCTIONS, refuse_numerical_rule
+    from tinytorch.core.embedding import tied_weight_grad
+    from tinytorch.core.gradcheck import numerical_grad
+
+    weight, ids, grad_logits = rng.normal(size=(5, 3)), np.array([4, 0, 4]), rng.normal(size=(3, 5))
+    (by_differences,) = numerical_grad(lambda w: np.sum(grad_logits * (w[ids] @ w.T)), [weight])
+    args = (weight, ids, grad_logits)
+    assert "tied_weight_grad" in EXACT_FUNCTIONS
+    assert refuse_numerical_rule("tied_weight_grad", tied_weight_grad(*args), tied_weight_grad, args, {}) is False
+    with pytest.raises(ValueError, match="tied_weight_grad: the gradient it returned agrees with the exact one only"):
+        refuse_numerical_rule("tied_weight_grad", by_differences, tied_weight_grad, args, {})

@@ -697,7 +697,7 @@ def make_class(kit, out, grades=None):
             "",
         ),
         # given code that did an exercise's work: 01's comparisons (elementwise's body), 16's measure (11's
-        # accuracy), and 13's visible test's finite differences (tied_weight_grad, caught by the hidden test)
+        # accuracy), and 13's visible test's finite differences (tied_weight_grad: refused as a numerical rule is)
         "yan": (
             TENSOR,
             submission(kit, TENSOR, body_replaced(*ELEMENTWISE_BY_COMPARE)),
@@ -713,7 +713,7 @@ def make_class(kit, out, grades=None):
         "xia": (
             EMBEDDING,
             submission(kit, EMBEDDING, body_replaced(*TIED_BY_DIFFERENCES)),
-            points_of(EMBEDDING) - points_of_tests(EMBEDDING, {"tied_gradient_hidden"}),
+            points_of(EMBEDDING) - points_of(EMBEDDING, {"tied_gradient"}),
             "",
         ),
     }

@@ -81,11 +81,13 @@ def numerical_gaps(student_values, reference_values, grad_output):
     return found
 
 
-def message(rule, gaps):
+def message(rule, gaps, is_rule=True):
+    "Why a rule (or, not `is_rule`, a function that returns a gradient) is refused as numerical."
     index, gap = max(gaps, key=lambda pair: pair[1])
+    what = f"the gradient of input {index}" if is_rule else "the gradient it returned"
     return (
-        f"{rule}: the gradient of input {index} agrees with the exact one only to {gap:.0e} (relative), as finite "
-        f"differences of the forward do; a formula agrees to about 1e-16. {ADVICE}"
+        f"{rule}: {what} agrees with the exact one only to {gap:.0e} (relative), as finite differences of the "
+        f"forward do; a formula agrees to about 1e-16. {ADVICE if is_rule else FUNCTION_ADVICE}"
     )
 
 
@@ -93,6 +95,8 @@ ADVICE = (
     "A rule must compute the derivative from its formula (derive it by the chain rule and use the saved tensors), "
     "not by evaluating the forward at nearby points."
 )
+
+FUNCTION_ADVICE = "Compute it from its formula, by the chain rule, not by evaluating the function at nearby points."
 
 # -- The probe of a linear rule ----------------------------------------------------------------------------------------
 
