@@ -52,29 +52,34 @@ def submission(kit, notebook, answer=None):
     return solved(release, read_notebook(REPO / "notebooks" / f"{notebook}.ipynb"), edit)
 
 
+def changing(grade_id, edit):
+    "An answer() that solves everything, exercise `grade_id` as edit(solution, stub) makes it."
+
+    def answer(gid, solution, stub):
+        return edit(solution, stub) if gid == grade_id else solution
+
+    return answer
+
+
 def replace_in(grade_id, old, new):
     "An answer() that solves everything, with `old` replaced by `new` in one exercise."
 
-    def answer(gid, solution, stub):
-        if gid != grade_id:
-            return solution
+    def edit(solution, stub):
         assert old in solution, (grade_id, old)
         return solution.replace(old, new, 1)
 
-    return answer
+    return changing(grade_id, edit)
 
 
 def inside(grade_id, code):
     "An answer() that solves everything and runs `code` at the start of the exercise's apply()."
 
-    def answer(gid, solution, stub):
-        if gid != grade_id:
-            return solution
+    def edit(solution, stub):
         head, body = solution.split("    def apply(self, grad_output):\n", 1)
         lines = "".join(f"        {line}\n" for line in code.splitlines())
         return head + "    def apply(self, grad_output):\n" + lines + body
 
-    return answer
+    return changing(grade_id, edit)
 
 
 def only(solved_ids, extra=None, extra_in="solution-AddBackward"):
@@ -462,14 +467,12 @@ TIED_BY_DIFFERENCES = (
 def body_replaced(grade_id, body):
     "An answer() that solves everything but one exercise, whose stub (YOUR CODE HERE, raise ...) is `body` instead."
 
-    def answer(gid, solution, stub):
-        if gid != grade_id:
-            return solution
+    def edit(solution, stub):
         head, rest = stub.split("# YOUR CODE HERE\n", 1)
         after = rest.split("\n", 1)[1] if "\n" in rest else ""  # the lines after the stub's raise
         return head + body + ("\n" + after if after else "")
 
-    return answer
+    return changing(grade_id, edit)
 
 
 def chained(*answers):

@@ -42,7 +42,7 @@ from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook
 from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
-from .folders import RENAMED_NOTE, distinct_students, identity
+from .folders import RENAMED_NOTE, distinct_students, shares_an_id
 from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, read_roster
 
 FORMATS = tuple(READERS)
@@ -400,10 +400,6 @@ def merged_roster(listed, people):
         elif (person, taken) not in unlisted:
             unlisted.append((person, taken))
     return roster, unlisted
-
-
-def shares_an_id(one, other):
-    return any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
 
 
 def unlisted_warning(unlisted):

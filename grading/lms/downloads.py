@@ -11,7 +11,8 @@ the submission time when the LMS gives one.
 - canvas, "Download Submissions" of an assignment: every file at the top, named `<name>[_LATE]_<user id>_<file id>_
   <file name>` (canvas-lms lib/content_zipper.rb: the name is the student's sortable name in lower case without
   spaces or punctuation, `anon_<id>` under anonymous grading; LATE when Canvas counted it late; a repeated file name
-  gets `-1`, `-2`; a name holding `_<digits>_<digits>_` can be read two ways, and says so in Found.ambiguous). The student folder is the name's slug and the Canvas user id, which the roster keeps as lms_id
+  gets `-1`, `-2`; a name holding `_<digits>_<digits>_` can be read two ways, says so in Found.ambiguous, and is
+  not collected). The student folder is the name's slug and the Canvas user id, which the roster keeps as lms_id
   (Canvas ID). The zip holds no submission time: its member times are when Canvas made the zip.
 - moodle, "Download all submissions": a folder per student `<Full Name>_<participant id>_assignsubmission_file[_]/`
   with the files as uploaded, or (with "Download submissions in folders" off) files named
@@ -93,7 +94,7 @@ class Found:
     submitted: datetime | None = None  # the LMS's submission time, when it gives one
     order: int = 0  # the LMS's upload order where it has no time (Canvas's file id grows with each upload)
     note: str = ""
-    ambiguous: str = ""  # other readings of its name (a Canvas name that holds _<digits>_<digits>_): it never wins
+    ambiguous: str = ""  # other readings of its name (a Canvas name holding _<id>_<id>_): it is not collected
 
 
 @dataclass

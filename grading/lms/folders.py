@@ -29,10 +29,18 @@ RENAMED_NOTE = "this student's folder is"
 HASH_LENGTHS = (8, 16, 32, 64)  # hex digits of a suffix, longer in each round that still finds a shared folder
 
 
+IDENTITY = ("lms_id", "sis_id", "email")  # the roster's columns that name one student in the LMS
+
+
 def identity(person):
-    """What tells two students apart beyond their folder's name: the LMS's ids and the email, ignoring case (as
-    export-grades does). Not the name, which each source writes its own way ("lovelaceada", "Ada Lovelace")."""
-    return (person.lms_id.lower(), person.sis_id.lower(), person.email.lower())
+    """What tells two students apart beyond their folder's name: the LMS's ids and the email (IDENTITY), ignoring
+    case. Not the name, which each source writes its own way ("lovelaceada", "Ada Lovelace")."""
+    return tuple(getattr(person, column).lower() for column in IDENTITY)
+
+
+def shares_an_id(one, other):
+    "Whether an LMS id, SIS id or email is the same, and not empty, in both."
+    return any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
 
 
 def plain(name):
@@ -57,7 +65,7 @@ def conflict(one, other):
 def same_student(one, other):
     """Whether two Persons are one student: an LMS id or email that both have agrees, and none differs; or, where one
     is known by name alone (Moodle), the same name."""
-    agree = any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
+    agree = shares_an_id(one, other)
     if not any(identity(one)) or not any(identity(other)):
         agree = bool(one.name and plain(one.name) == plain(other.name))
     return agree and not conflict(one, other)

@@ -36,6 +36,7 @@ from pathlib import Path
 from ..common import csvsafe
 from ..common.errors import GradingError
 from ..reports.late import penalised
+from .folders import IDENTITY, identity
 from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
 
 FORMATS = ("canvas", "moodle", "gradescope")
@@ -397,8 +398,7 @@ def check_one_line_each(people, roster):
     "Refuse a roster in which two students share an LMS id, SIS id or email: the import would mix up their grades."
     seen = {}
     for person in people:
-        for column, label in (("lms_id", "LMS id"), ("sis_id", "SIS id"), ("email", "email")):
-            value = getattr(person, column).lower()
+        for column, label, value in zip(IDENTITY, ("LMS id", "SIS id", "email"), identity(person), strict=True):
             if value and (column, value) in seen:
                 raise GradingError(
                     f"{roster}: students {seen[column, value]} and {person.student} have the same {label} "
