@@ -673,6 +673,20 @@ def test_a_name_typed_on_a_mac_and_on_windows_is_one_student(tmp_path, course):
     assert [r.student for r in result.rows] == ["jose"], result.rows
 
 
+def test_a_student_named_like_a_windows_device_gets_a_folder_windows_can_hold(tmp_path, course):
+    "Moodle's 'Con' and a flat download's 'aux': folders student-con and student-aux, which grading then takes."
+    from grading.grade.submissions import name_problem
+
+    moodle = make_zip(tmp_path / "m.zip", {"Con_5_assignsubmission_file/02_function.ipynb": tiny()})
+    out = tmp_path / "submissions"
+    result = collect(moodle, "moodle", out, notebooks_dir=course)
+    flat = make_zip(tmp_path / "f.zip", {"aux/02_function.ipynb": tiny()})
+    result_flat = collect(flat, "flat", out, notebooks_dir=course)
+    students = [r.student for r in result.rows + result_flat.rows]
+    assert students == ["student-con", "student-aux"], result.rows + result_flat.rows
+    assert all(name_problem(s) is None for s in students) and set(placed_folders(out)) == set(students)
+
+
 # A second attacker's round: the owner of a roster line keeps its folder; every file is a row
 
 

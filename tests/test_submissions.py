@@ -163,3 +163,15 @@ def test_names_of_letters_digits_accents_and_a_little_punctuation_are_taken(name
 def test_a_name_that_windows_or_a_roster_would_change_is_refused(name):
     "Windows drops a trailing space or dot ('alice ' is 'alice' there), and a roster cell read back is stripped."
     assert "cannot name a file everywhere" in submissions.name_problem(name)
+
+
+@pytest.mark.parametrize("name", ["con", "CON", "Aux", "nul.ipynb", "com1", "LPT9", "com\u00b9", "conin$"])
+def test_a_name_windows_keeps_for_a_device_is_refused(name):
+    "A class's feedback zip with a folder `con` cannot be unpacked on Windows: the instructor is told to rename it."
+    problem = submissions.name_problem(name)
+    assert problem and "Windows keeps for a device" in problem and "rename the folder" in problem
+
+
+@pytest.mark.parametrize("name", ["cont", "console", "com10", "auxiliary", "nullah", "lpt"])
+def test_names_that_only_begin_like_a_device_are_taken(name):
+    assert submissions.name_problem(name) is None

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 
 from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
-from ..grade.submissions import name_problem
+from ..grade.submissions import name_problem, windows_device
 from .folders import RENAMED_NOTE, plain
 from .lms_input import Person
 
@@ -121,6 +121,8 @@ def slug(text, lower=True):
     text = "".join(c for c in text if not unicodedata.combining(c))
     words = re.split(r"[^\w]+|_", text.lower() if lower else text)
     result = "-".join(w for w in words if w).encode()[: MAX_NAME_BYTES * 3 // 5].decode(errors="ignore").strip("-")
+    if windows_device(result):
+        result = f"student-{result}"  # a student called Con keeps their name, in a folder Windows can hold
     return result if result and name_problem(result) is None else ""
 
 
