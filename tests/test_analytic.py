@@ -157,3 +157,24 @@ def test_a_function_that_returns_a_gradient_is_judged_as_a_rule_is():
     assert refuse_numerical_rule("tied_weight_grad", tied_weight_grad(*args), tied_weight_grad, args, {}) is False
     with pytest.raises(ValueError, match="tied_weight_grad: the gradient it returned agrees with the exact one only"):
         refuse_numerical_rule("tied_weight_grad", by_differences, tied_weight_grad, args, {})
+
+
+def test_a_formula_that_loses_digits_at_a_few_elements_is_not_called_numerical():
+    """A student's BCE target gradient log(1/p - 1) is log((1 - p)/p), but at the clipped p = 1 - 1e-12 it keeps only
+    a few digits; at the other elements it is exact. Finite differences miss every element."""
+    p = np.array([1e-12, 1 - 1e-12, 1e-12, 1 - 1e-12, 0.5, 0.3, 0.8])
+    reference = np.log(1 - p) - np.log(p)
+    student = np.log(1 / p - 1)
+    assert np.max(np.abs(student - reference)) / np.max(np.abs(reference)) > 1e-7  # what the old test called numerical
+    assert numerical_gaps((student,), (reference,), np.ones(7)) == []
+    numeric = np.array([(np.log(1 - (q + 1e-14)) - np.log(1 - (q - 1e-14))) / 2e-14 for q in p[4:]])
+    exact = -1 / (1 - p[4:])
+    assert [index for index, _ in numerical_gaps((numeric,), (exact,), np.ones(3))] == [0]
+
+
+def test_finite_differences_are_found_where_most_elements_are_exact_zeros():
+    "ReLU's rule by differences: the masked elements are exactly 0 either way and are not counted."
+    mask = x > 0.8
+    exact = np.where(mask, g, 0.0)
+    numeric = np.where(mask, g * central(lambda v: v, 1e-6), 0.0)
+    assert mask.mean() < 0.5 and [index for index, _ in numerical_gaps((numeric,), (exact,), g)] == [0]
