@@ -142,6 +142,9 @@ def cmd_check(args):
 
     results, broken = run_tests(args.notebook)
     for name, error in broken:
+        if name.startswith("given cell"):
+            print(f"{'ERROR':<6}  the {name} raised {error}: it runs your code above it, so fix that first")
+            continue
         print(
             f"{'ERROR':<6}  the cell of {name} raised {error}: fix it first, the tests below that use it fail with it"
         )

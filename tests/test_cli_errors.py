@@ -129,3 +129,25 @@ def test_check_names_an_exercise_cell_that_did_not_run(tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("ERROR   the cell of double raised SyntaxError: "), lines
     assert lines[1].startswith("FAIL    doubles (1 point): NameError: name 'double' is not defined"), lines
+
+
+def test_check_names_a_given_cell_that_failed_through_the_students_code(tmp_path):
+    """07's given GELU demo fails when the student's TanhBackward is wrong; check said nothing of it, and the grade's
+    note named the cell by its id (cell-c07-gelu-demo). Both now name it by its first line."""
+    from grading.authoring.convention import apply_convention
+
+    path = tiny_kit(
+        tmp_path,
+        "def double(x):\n    ### BEGIN SOLUTION\n    return 3 * x\n    ### END SOLUTION",
+        "# Given: doubling twice is multiplying by 4\nassert double(double(1)) == 4, 'double(double(1)) is not 4'",
+        "# test: doubles (1 point)\nassert double(2) == 4",
+    )
+    apply_convention(path)
+    result = run_cli("check", path, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "ERROR   the given cell '# Given: doubling twice is multiplying by 4' raised AssertionError: double(double(1)) "
+        "is not 4: it runs your code above it, so fix that first"
+    ), lines
+    assert lines[1].startswith("FAIL    doubles (1 point)"), lines

@@ -280,3 +280,32 @@ def test_the_sum_is_judged_without_being_made(seed):
     right.flat[r.integers(right.size)] += off
     judged_right = _summed_mistake(grad, right, [grad_shape, shape], 1e-5, 1e-3) is None
     assert judged_right == (seed % 3 != 2), (shape, grad_shape, off)
+
+
+def test_a_rule_that_leaves_out_grad_output_is_told_so_not_told_of_a_constant_factor():
+    """A solver's CrossEntropyBackward without `* grad_output` was told 'off by a constant factor: 7.954' (1/g). With
+    the grad_output check_backward used, the diagnosis names the chain rule, for a scalar and an elementwise g."""
+    from tinytorch.core.function import Function
+    from tinytorch.core.gradcheck import GradcheckError, check_backward
+
+    class MeanSquareWithoutG(Function):
+        def apply(self, grad_output):
+            (a,) = self.saved_tensors
+            return (Tensor(2 * a.data / a.data.size),)
+
+    class ExpWithoutG(Function):
+        def apply(self, grad_output):
+            (a,) = self.saved_tensors
+            return (Tensor(np.exp(a.data)),)
+
+    x = np.random.default_rng(3).normal(size=(3, 4))
+    for rule, forward in [(MeanSquareWithoutG, lambda a: np.mean(a * a)), (ExpWithoutG, np.exp)]:
+        with pytest.raises(GradcheckError, match="grad_output is missing") as raised:
+            check_backward(rule, forward, [x])
+        assert "constant factor" not in str(raised.value)
+    g = np.full((3, 4), 2.0)
+    right = 2 * np.exp(x)
+    assert diagnose(np.exp(x), right, 0, [right], (3, 4), [(3, 4)], grad_output=g)[0].startswith(
+        "grad_output is missing"
+    )
+    assert not any("grad_output" in c for c in diagnose(right, right * 3, 0, [right * 3], grad_output=np.ones((3, 4))))

@@ -573,6 +573,18 @@ def test_check_backward_names_a_promoted_dtype():
         check_backward(Promotes, lambda v: v * 1.0, [np.ones(3, dtype=np.float32)])
 
 
+def test_check_backward_names_a_lowered_dtype_as_lowered_not_promoted():
+    "A rule that rounds to float32 is told so, not told about float64 constants (a student solver's finding)."
+
+    class Lowers(E.Function):
+        def apply(self, grad_output):
+            return (Tensor(grad_output.data.astype(np.float32)),)
+
+    with pytest.raises(GradcheckError, match="the input is float64 but its gradient is float32") as raised:
+        check_backward(Lowers, lambda v: v * 1.0, [np.ones(3)])
+    assert "lowered it to float32" in str(raised.value) and "promotes" not in str(raised.value)
+
+
 def test_each_tensor_method_is_the_operation_function_that_names_its_rule():
     import inspect
 
@@ -641,3 +653,17 @@ def test_gradcheck_names_the_expression_and_each_input_by_its_argument_name_and_
         gradcheck(lambda a, b: a * b, [a, b], name="a * b")
     with pytest.raises(GradcheckError, match=r"^input 0 \(a, shape \(2,\)\)"):
         gradcheck(lambda a, b: a * b, [a, b])
+
+
+def test_a_rule_that_returns_one_gradient_bare_is_told_to_return_a_tuple_of_one():
+    "A solver's ReLU returned the Tensor itself: the message showed 'Tensor Tensor([[ 0.12...' cut across two lines."
+
+    class Bare(E.Function):
+        def apply(self, grad_output):
+            return grad_output * 2
+
+    with pytest.raises(GradcheckError) as raised:
+        check_backward(Bare, lambda v: 2 * v, [np.ones((3, 4))])
+    assert str(raised.value).endswith(
+        "returned one Tensor of shape (3, 4): for one input return a tuple of one, (grad,) (mind the comma)"
+    )

@@ -76,8 +76,22 @@ def test_what_a_rule_sent_back_and_the_grader_cannot_check_is_not_quoted():
     ],
 )
 def test_a_hidden_tests_own_message_is_shown_with_quoted_text_blanked(message, shown):
-    cell = {"id": "h", "source": f"### BEGIN HIDDEN TESTS\nraise AssertionError({message!r})\n### END HIDDEN TESTS"}
-    assert run_cell(cell, {}, 10, hidden=True) == (False, f"AssertionError: {shown}")
+    "The message is made while the test runs (as an f-string with what the rule returned): its quotes are not the test's."
+    cell = {"id": "h", "source": "### BEGIN HIDDEN TESTS\nraise AssertionError(made())\n### END HIDDEN TESTS"}
+    assert run_cell(cell, {"made": lambda: message}, 10, hidden=True) == (False, f"AssertionError: {shown}")
+
+
+def test_a_quote_the_hidden_tests_source_holds_is_shown():
+    """A section's name the instructor quoted ('The step') is the test's own text, and a student's string that spells
+    it says nothing new; a quote only the student's code wrote stays blanked beside it."""
+    source = (
+        "### BEGIN HIDDEN TESTS\n"
+        "raise AssertionError(f\"got {made()}: reread Exercise 2's 'The step', and padding='same'\")\n"
+        "### END HIDDEN TESTS"
+    )
+    passed, message = run_cell({"id": "h", "source": source}, {"made": lambda: "'LEAK 0.5'"}, 10, hidden=True)
+    assert not passed
+    assert message == "AssertionError: got '…': reread Exercise 2's 'The step', and padding='same'"
 
 
 def test_the_same_error_in_a_visible_test_and_a_visible_tests_own_message_stay_whole():
@@ -419,3 +433,27 @@ def test_the_courses_message_for_data_missing_while_graded_is_named_in_the_grade
     assert "the arrays it is passed" in text and "LEAK" not in text and "0.7165" not in text
     other = exception_of({**raised, "message": "no such file"}, "build_and_train")
     assert "the arrays it is passed" not in describe_hidden(other)
+
+
+def test_a_hidden_test_names_the_call_a_rule_raised_in_not_its_message():
+    """A solver's SumBackward without the reshape raised in sum_backward_hidden, and the page said only 'ValueError
+    from your SumBackward.apply': check_backward (the course's code, in the grader's process) notes the call, shapes
+    and options, which the page shows; the rule's own message stays hidden."""
+    import numpy as np
+
+    from tinytorch.core.function import Function
+    from tinytorch.core.gradcheck import check_backward
+
+    class Raises(Function):
+        def __init__(self, a, axis):
+            super().__init__(a)
+
+        def apply(self, grad_output):
+            raise exception_of({"type": "ValueError", "message": "LEAK 0.5"}, "SumBackward.apply")
+
+    namespace = {"rule": lambda: check_backward(Raises, lambda a, axis: a.sum(axis=axis), [np.ones((2, 3))], axis=0)}
+    passed, message = run_cell({"id": "sum_hidden", "source": HIDDEN}, namespace, 10, hidden=True)
+    assert not passed and "LEAK" not in message
+    assert message.endswith("; it was raised while Raises ran on inputs of shapes (2, 3) with axis=0"), message
+    _, visible = run_cell({"id": "v", "source": "rule()"}, namespace, 10)
+    assert visible == "ValueError: LEAK 0.5 (raised while Raises ran on inputs of shapes (2, 3) with axis=0)"

@@ -88,3 +88,4 @@ def test_changing_the_tests_data_earns_no_more_than_the_honest_wrong_answer(grad
     # a test's message, or the run's note when the change was caught in a given cell (11's `fit` trains the model)
     messages = " ".join([cheat["note"], *(test["message"] for test in cheat["tests"].values())])
     assert "in place" in messages, messages[:2000]
+    assert "\n" not in cheat["note"] and "cell-c" not in cheat["note"], cheat["note"]  # one line, no cell id

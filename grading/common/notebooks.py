@@ -135,3 +135,9 @@ def write_notebook(nb, path):
 def file_fingerprint(path):
     "A short digest of a file's bytes (a submission, an instructor's notebook): what a result or a stamp records."
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def given_cell_name(source):
+    "How a message names a given cell: by its first line, which the student sees in the notebook."
+    first = next((line.strip() for line in source.splitlines() if line.strip()), "")
+    return f"given cell '{first if len(first) <= 60 else first[:57] + '...'}'"

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..common.errors import GraderFault, GradingError
+from ..common.notebooks import given_cell_name
 from ..sandbox import sandbox, wire
 from . import analytic, heldout, outputs, variant
 from .clock import Budget, Stopwatch
@@ -438,11 +439,12 @@ GRADING_ONLY = {
 }
 
 
-def describe_hidden(error):
+def describe_hidden(error, source=""):
     """A failing hidden test's message for the page, with no text in it that the student's code wrote: that code had
     the hidden inputs, and could spell them out (in digits or in words) in its error, in a string it returned or in a
     class's name. An error of the student's code is named by its kind and the function it came from; the test's own
-    message is shown with quoted text blanked. The numbers the test's message gives (which input, the shapes, the
+    message is shown with quoted text blanked, but for a quote the test's `source` holds as it is (a section's name,
+    'The step', or padding='same'): the instructor wrote that. The numbers the test's message gives (which input, the shapes, the
     worst element's two values) stay: a rule that fails on purpose can put a few of its numbers there, and
     `--feedback summary` shows none (grading/README.md, "What the students see")."""
     if getattr(error, "raised_by_student", False):
@@ -454,13 +456,14 @@ def describe_hidden(error):
             "them into it. Call it on inputs like the test's (the test's name says what it checks) to see it"
         )
         message += "".join(f"; {text}" for phrase, text in GRADING_ONLY.items() if phrase in str(error))
+        message += "".join(f"; it was {note}" for note in notes_of(error))
         if isinstance(error, RecursionError):
             message += (
                 "; a function that calls itself once per node fails on a deep graph (Python allows about 1,000 "
                 "nested calls): walk the graph with a loop and an explicit stack instead"
             )
         return message
-    return QUOTED.sub("'…'", describe(error))
+    return QUOTED.sub(lambda quote: quote[0] if quote[0] in source else "'…'", describe(error))
 
 
 def resolve_trusted_class(module, qualname):
@@ -618,8 +621,16 @@ def notebook_exercises(nb):
     ]
 
 
+def notes_of(error):
+    """The notes the course's own code added to an error as it passed (03's check_backward names the call a rule
+    raised in). Only the grader's process adds them: an error of the student's code arrives here as a new exception,
+    built from its kind and message alone (exception_of)."""
+    notes = getattr(error, "__notes__", None)
+    return [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
+
+
 def describe(error):
-    text = f"{type(error).__name__}: {error}"
+    text = f"{type(error).__name__}: {error}" + "".join(f" ({note})" for note in notes_of(error))
     return text if len(text) < 2000 else text[:2000] + " ..."
 
 
@@ -644,7 +655,7 @@ def run_cell(cell, namespace, timeout, hidden=False, shown=None):
         raise  # not the student's: the whole submission is not graded
     except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
         if hidden:
-            return failed(shown, type(error).__name__, describe_hidden(error))
+            return failed(shown, type(error).__name__, describe_hidden(error, cell["source"]))
         return failed(shown, type(error).__name__, describe(error))
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
@@ -791,7 +802,11 @@ def grade_pass(
                     results[cell["id"]] = (passed, message)
             elif not passed and not setup_failed and shown_cells:  # (not where code that saw hidden inputs ran)
                 if "NotImplementedError" not in message:  # (an exercise not done yet is no news: its tests say so)
-                    notes.append(f"the given cell {cell['id']} failed: {message[:300]}")
+                    message = " ".join(message.split())  # one line: the table's note is one cell of a CSV
+                    notes.append(
+                        f"the {given_cell_name(cell['source'])} failed, most likely through your code it uses: "
+                        f"{message[:300]}"
+                    )
                 setup_failed = True  # only the first failure says something: later ones follow
     finally:
         np.allclose = ALLCLOSE

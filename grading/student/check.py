@@ -9,7 +9,7 @@ from pathlib import Path
 from ..common.defaults import CHECK_TIMEOUT
 from ..common.environment import kernel_environment
 from ..common.errors import GradingError
-from ..common.notebooks import REPO, nbgrader_meta, read_notebook
+from ..common.notebooks import REPO, given_cell_name, nbgrader_meta, read_notebook
 
 HIDDEN = "hidden"  # the status of a test cell whose tests were stripped from the release
 # ipykernel logs this on every start of a kernel that listens on localhost TCP, as nbclient starts it; the kernel and
@@ -73,7 +73,8 @@ def kernel_stderr():
 
 def run_tests(notebook, timeout=CHECK_TIMEOUT):
     """Execute the notebook; return ([(test name, points, passed, message)] for its test cells, [(exercise, error)]
-    for the exercise cells that raised: a syntax error there shows in the tests only as a NameError)."""
+    for the exercise cells that raised (a syntax error there shows in the tests only as a NameError) and for the given
+    cells that raised, named by given_cell_name (they use the student's code above them: 07's GELU, a TanhBackward)."""
     notebook = Path(notebook)
     nb = execute(notebook, package_root(notebook.parent), timeout)
     results, broken = [], []
@@ -85,6 +86,8 @@ def run_tests(notebook, timeout=CHECK_TIMEOUT):
         message = f"{errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else ""
         if meta.get("solution") and errors:
             broken.append((str(meta.get("grade_id", "")).removeprefix("solution-"), message))
+        elif errors and not meta.get("grade") and errors[0].get("ename") != "NotImplementedError":
+            broken.append((given_cell_name(cell.source), message))  # (an exercise not done yet is no news)
         if not meta.get("grade"):
             continue
         code = [line for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]

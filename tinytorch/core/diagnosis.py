@@ -154,10 +154,35 @@ def _shape_mistakes(analytic, numeric, grad_output_shape, atol, rtol, shapes):
     return found
 
 # %% ../../notebooks/02b_diagnosis.ipynb #c02b-010
-def diagnose(analytic, numeric, input_index, all_numeric, grad_output_shape=None, shapes=None, atol=1e-5, rtol=1e-3):
+_WITHOUT_GRAD_OUTPUT = (
+    "grad_output is missing: the gradient is the one for grad_output = 1 (every element). By the chain rule the "
+    "rule multiplies its local derivative by grad_output, the gradient that arrives from the output."
+)
+
+
+def _without_grad_output(analytic, numeric, grad_output, atol, rtol):
+    "Whether `analytic` times grad_output (which is not all ones) is the right gradient: the rule left it out."
+    g = np.asarray(getattr(grad_output, "data", grad_output), dtype=np.float64)
+    if np.allclose(g, 1) or np.broadcast_shapes(g.shape, analytic.shape) != analytic.shape:
+        return False
+    return _close(analytic * g, numeric, atol, rtol)
+
+
+def diagnose(
+    analytic,
+    numeric,
+    input_index,
+    all_numeric,
+    grad_output_shape=None,
+    shapes=None,
+    atol=1e-5,
+    rtol=1e-3,
+    grad_output=None,
+):
     """The known mistakes that a wrong gradient of input `input_index` matches, one sentence each, found from the
     numbers alone: `analytic` is what the rule returned, `numeric` the right gradient, `all_numeric` every input's
-    right gradient (None where not differentiated). An empty list when nothing matches; it never raises."""
+    right gradient (None where not differentiated), `grad_output` (if given) what the rule was called with. An empty
+    list when nothing matches; it never raises."""
     try:
         if analytic is None:
             return []
@@ -166,6 +191,8 @@ def diagnose(analytic, numeric, input_index, all_numeric, grad_output_shape=None
         shapes = shapes if shapes is not None else [np.shape(n) for n in all_numeric if n is not None]
         if analytic.shape == numeric.shape:
             found = _value_mistakes(analytic, numeric, shapes, atol, rtol)
+            if grad_output is not None and _without_grad_output(analytic, numeric, grad_output, atol, rtol):
+                found = [_WITHOUT_GRAD_OUTPUT]  # a "constant factor" found too is 1/grad_output: say why
         else:
             found = _shape_mistakes(analytic, numeric, grad_output_shape, atol, rtol, shapes)
         for j, other in enumerate(all_numeric):
