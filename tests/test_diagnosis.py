@@ -309,3 +309,30 @@ def test_a_rule_that_leaves_out_grad_output_is_told_so_not_told_of_a_constant_fa
         "grad_output is missing"
     )
     assert not any("grad_output" in c for c in diagnose(right, right * 3, 0, [right * 3], grad_output=np.ones((3, 4))))
+
+
+def test_a_gradient_that_overflows_is_told_so():
+    "A solver's cross-entropy without the max subtracted gave 'analytic nan, numerical 0.0419' and nothing more."
+    right = np.array([[0.1, -0.2], [0.3, 0.05]])
+    wrong = right.copy()
+    wrong[0, 0] = np.nan
+    assert diagnose(wrong, right, 0, [right])[0].startswith("the gradient is NaN or infinite")
+    assert diagnose(np.full((2, 2), np.inf), right, 0, [right])[0].startswith("the gradient is NaN or infinite")
+
+
+def test_a_missing_unbroadcast_in_a_batched_product_is_not_also_blamed_on_2_d_axes():
+    """Matmul of a (2, 3, 4) batch with a (4, 5) matrix without unbroadcast passes on 2-D inputs; the message said
+    also 'count axes from the end' to a rule that did, which was wrong."""
+    from tinytorch.core.function import Function
+    from tinytorch.core.gradcheck import GradcheckError, check_backward
+
+    class NoUnbroadcast(Function):
+        def apply(self, grad_output):
+            a, b = self.saved_tensors
+            swap = lambda t: np.swapaxes(t, -1, -2)  # noqa: E731
+            return Tensor(grad_output.data @ swap(b.data)), Tensor(swap(a.data) @ grad_output.data)
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(GradcheckError) as raised:
+        check_backward(NoUnbroadcast, np.matmul, [rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 5))])
+    assert "missing unbroadcast" in str(raised.value) and "2-D" not in str(raised.value)

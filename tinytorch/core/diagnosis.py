@@ -79,9 +79,17 @@ _ZERO_EVERYWHERE = "the gradient is zero everywhere: a term of the rule is missi
 _WRONG_SIGN = "wrong sign: it is -1 × the right gradient (a minus sign lost or added)."
 
 
+_NOT_FINITE = (
+    "the gradient is NaN or infinite where the right one is finite: an overflow (np.exp of a large number: a softmax "
+    "subtracts each row's maximum first), a division by zero, or a log of 0 in the rule."
+)
+
+
 def _value_mistakes(analytic, numeric, shapes, atol, rtol):
     "Mistakes of a gradient that has the right shape but wrong values."
     found = []
+    if not np.all(np.isfinite(analytic)) and np.all(np.isfinite(numeric)):
+        return [_NOT_FINITE]
     if np.all(np.abs(analytic) <= atol):
         return [_ZERO_EVERYWHERE]
     if _close(-analytic, numeric, atol, rtol):
