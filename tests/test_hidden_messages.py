@@ -92,6 +92,11 @@ def test_a_quote_the_hidden_tests_source_holds_is_shown():
     passed, message = run_cell({"id": "h", "source": source}, {"made": lambda: "'LEAK 0.5'"}, 10, hidden=True)
     assert not passed
     assert message == "AssertionError: got '…': reread Exercise 2's 'The step', and padding='same'"
+    source = '### BEGIN HIDDEN TESTS\nfor scheme in ["he"]:\n    raise AssertionError(f"init_bound({scheme!r}, 3)")\n'
+    assert run_cell({"id": "h", "source": source}, {}, 10, hidden=True) == (
+        False,
+        "AssertionError: init_bound('he', 3)",
+    )
 
 
 def test_the_same_error_in_a_visible_test_and_a_visible_tests_own_message_stay_whole():
@@ -457,3 +462,26 @@ def test_a_hidden_test_names_the_call_a_rule_raised_in_not_its_message():
     assert message.endswith("; it was raised while Raises ran on inputs of shapes (2, 3) with axis=0"), message
     _, visible = run_cell({"id": "v", "source": "rule()"}, namespace, 10)
     assert visible == "ValueError: LEAK 0.5 (raised while Raises ran on inputs of shapes (2, 3) with axis=0)"
+
+
+def test_a_hidden_tests_case_is_named_for_an_error_of_the_students_code_and_once_for_its_own():
+    """13's tied_weight_grad that raised on empty ids lost 2 points with 'ValueError from your tied_weight_grad in a
+    hidden test' and no word of which case: `with case(label)` (13, 14) notes the case, which the page shows; a
+    test's own failure, whose message the case already starts, does not repeat it."""
+    import json
+    from contextlib import contextmanager
+
+    from conftest import REPO
+
+    cells = json.loads((REPO / "notebooks" / "13_embedding.ipynb").read_text())["cells"]
+    given = next("".join(c["source"]) for c in cells if "def case(label" in "".join(c["source"]))
+    namespace = {"contextmanager": contextmanager}
+    exec(given[given.index("@contextmanager") :], namespace)
+    source = "### BEGIN HIDDEN TESTS\nwith case('no ids at all: ids of shape (0,)'):\n    rule()\n### END HIDDEN TESTS"
+    student = {"case": namespace["case"], "rule": raising("LEAK 0.5", qualname="tied_weight_grad")}
+    passed, message = run_cell({"id": "h", "source": source}, student, 10, hidden=True)
+    assert not passed and "LEAK" not in message
+    assert message.endswith("; it was in the case no ids at all: ids of shape (0,)"), message
+    own = {"case": namespace["case"], "rule": lambda: (_ for _ in ()).throw(AssertionError("wrong row 2"))}
+    passed, message = run_cell({"id": "h", "source": source}, own, 10, hidden=True)
+    assert message == "AssertionError: no ids at all: ids of shape (0,): wrong row 2", message

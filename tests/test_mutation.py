@@ -1489,6 +1489,20 @@ def test_numerical_rules_are_told_why_they_lost_their_points(graded_mutants):
         assert "finite differences of the forward" in messages, (what, messages[:500])
 
 
+def test_train_epochs_order_of_calls_is_named_where_it_is_graded(graded_mutants):
+    """11's digits_accuracy names the order of calls train_epoch made. It watched them with an Adam subclass defined in
+    the test, whose methods never ran in the sandbox (a class the test defines arrives there without them): graded,
+    every order was 'step() was never called' (a student solver's finding). It now compares what three batches
+    leave with each order done by hand."""
+    for what, words in [
+        ("train_epoch forgets zero_grad (every batch's gradients add up)", "optimizer.zero_grad() missing"),
+        ("train_epoch steps before backward (each step sees no gradient)", "it ran before this batch's backward()"),
+    ]:
+        number = next(n for n, m in enumerate(MUTANTS) if m[0] == "11_training" and m[2] == what)
+        message = mutant_tests(graded_mutants, number)["digits_accuracy"].get("message", "")
+        assert words in message and "Likely cause: optimizer.step() was never called" not in message, (what, message)
+
+
 def test_correct_alternative_solutions_earn_full_marks(graded_mutants):
     short = {}
     for k, (notebook, numbers) in enumerate(alternative_groups()):

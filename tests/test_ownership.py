@@ -51,3 +51,16 @@ def test_paths_name_nested_arguments_nearest_first():
     paths = object_paths({"params": params}, number_of)
     assert paths[5] == "params[1].data" and paths[1] == "params"
     assert object_paths({"params": params, "vectors": [params[1].data]}, number_of)[5] == "vectors[0]"
+
+
+def test_a_gradient_changed_in_place_in_the_backward_walk_is_told_to_store_a_new_sum():
+    """A solver's accumulate did grads[key].data += grad.data: autograde said 'your run_backward changed an array it
+    was given in place', with nothing on where the walk changes one (x + x hands one grad_output to both inputs)."""
+    root, seed = Tensor([1.0]), np.ones(1)
+    number_of = numbered(root, root.data, seed)
+    with pytest.raises(ValueError, match=r"your run_backward changed .* in place") as raised:
+        check_changes("run_backward", {"root": root, "grad_output": seed}, [[3, "a", 0]], number_of, WORKER)
+    assert "accumulate stores the sum as a new array, not grads[key].data += grad.data" in str(raised.value)
+    with pytest.raises(ValueError) as plain:
+        check_changes("matmul", {"a": root, "b": Tensor([2.0])}, [[2, "a", 0]], number_of, WORKER)
+    assert "accumulate" not in str(plain.value)

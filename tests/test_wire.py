@@ -213,3 +213,12 @@ def test_a_tensors_data_is_an_array_and_an_array_stays_one():
             _same_shapes(blank, {"data": wrapped})
     with pytest.raises(WireError, match=r"Layer.mask, an array, was given a list"):
         _same_shapes(layer, {"mask": [1.0, 2.0, 3.0]})
+
+
+def test_a_generator_the_students_code_gives_back_is_refused_with_what_to_return():
+    "A solver's parameters() written with yield: the page said only 'WireError: a generator object cannot be sent'."
+    _, grader, worker = across({"x": 1})
+    with pytest.raises(wire.WireError, match=r"your code gave back a generator object \(a generator or iterator: "):
+        worker.message({"op": "return"}, {"result": (t for t in [1, 2])})
+    with pytest.raises(wire.WireError, match="^a generator object cannot be sent$"):
+        grader.message({"op": "call"}, {"arg": (t for t in [1, 2])})

@@ -110,6 +110,14 @@ def is_course_object(value):
     )
 
 
+# Where a function changes arrays it was not given by name: the gradients that rules return, in the backward walk
+IN_PLACE_HINTS = dict.fromkeys(
+    ("run_backward", "accumulate", "backward", "grad"),
+    " (a gradient a rule returned can be another path's too, as x + x hands one grad_output to both inputs: "
+    "accumulate stores the sum as a new array, not grads[key].data += grad.data)",
+)
+
+
 def check_changes(qualname, named, table, number_of, first_worker_number):
     """The object table of a reply, less the changes this call may not make; raises ValueError, naming the argument,
     when the call changed an array it was not allowed to change."""
@@ -124,6 +132,7 @@ def check_changes(qualname, named, table, number_of, first_worker_number):
         raise ValueError(
             f"your {qualname} changed {where} in place; the tests compute the expected answer from the data they "
             "give you, so a function may change only what its exercise says: compute a new array instead"
+            + IN_PLACE_HINTS.get(qualname.rsplit(".", 1)[-1], "")
         )
     kept = {entry[0] for entry in refused}
     return [entry for entry in table if entry[0] not in kept]

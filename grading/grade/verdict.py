@@ -463,7 +463,13 @@ def describe_hidden(error, source=""):
                 "nested calls): walk the graph with a loop and an explicit stack instead"
             )
         return message
-    return QUOTED.sub(lambda quote: quote[0] if quote[0] in source else "'…'", describe(error))
+    return QUOTED.sub(lambda quote: quote[0] if _in_source(quote[0], source) else "'…'", describe(error))
+
+
+def _in_source(quote, source):
+    "Whether the test's source holds this quoted text, in either kind of quotes (repr writes 'he' for \"he\")."
+    inner = quote[1:-1] if len(quote) >= 2 and quote[0] == quote[-1] else None
+    return quote in source or (inner is not None and any(f"{q}{inner}{q}" in source for q in "'\""))
 
 
 def resolve_trusted_class(module, qualname):
@@ -630,7 +636,8 @@ def notes_of(error):
 
 
 def describe(error):
-    text = f"{type(error).__name__}: {error}" + "".join(f" ({note})" for note in notes_of(error))
+    text = f"{type(error).__name__}: {error}"
+    text += "".join(f" ({note})" for note in notes_of(error) if note.removeprefix("in the case ") not in text)
     return text if len(text) < 2000 else text[:2000] + " ..."
 
 

@@ -305,6 +305,12 @@ class Session:
                 )
             return ["f", None]
         if not is_course_object:
+            if self.make_callable is not None:  # the worker's side: what the student's code gave back
+                lazy = " (a generator or iterator: return list(...) of it)" if hasattr(value, "__next__") else ""
+                raise WireError(
+                    f"your code gave back a {type(value).__name__} object{lazy}; the grader can check tensors, "
+                    "arrays, numbers, strings, lists, tuples, dicts and the course's objects only"
+                )
             raise WireError(f"a {type(value).__name__} object cannot be sent")
         cls = self.encode(type(value), sending)
         return ["o", {"c": cls, "s": {name: self.encode(item, sending) for name, item in vars(value).items()}}]

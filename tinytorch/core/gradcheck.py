@@ -494,7 +494,7 @@ def _backward_read_only(output, cotangent):
             raise
         raise GradcheckError(
             "backward() changed a gradient in place outside the backward rules (in accumulate or the "
-            f"backward loop): {SHARED_GRADIENT_HINT}; compute a new array instead."
+            f"backward loop, such as grads[key].data += grad.data): {SHARED_GRADIENT_HINT}."
         ) from error
     finally:
         guard.release()
