@@ -42,7 +42,8 @@ def banner(assignment, result, policy, extra=""):
         f'<div id="tinytorch-score" style="border:2px solid #444;padding:8px;margin:8px">'
         f"<h2>{html.escape(assignment)}: {result['score']:g} / {result['max_score']:g}</h2>"
         f"<p>Scores come from the grader's run of the instructor's tests against your exported code; below is "
-        f"your notebook as it ran (visible tests only).</p>"
+        f"your notebook as it ran (visible tests only). Your functions ran in the grader's sandbox, one call at a "
+        f"time: times and memory that cells measure are larger here than in your Jupyter.</p>"
         f"<ul>{lines}</ul>{'<p>' + html.escape(note) + '</p>' if note else ''}{extra}</div>"
     )
 
