@@ -64,3 +64,30 @@ def test_a_gradient_changed_in_place_in_the_backward_walk_is_told_to_store_a_new
     with pytest.raises(ValueError) as plain:
         check_changes("matmul", {"a": root, "b": Tensor([2.0])}, [[2, "a", 0]], number_of, WORKER)
     assert "accumulate" not in str(plain.value)
+
+
+def test_the_objects_a_call_may_change_are_those_its_arguments_reach_when_it_begins():
+    """run_backward releases the graph it walks: a set of changeable objects taken from the released graph refused
+    the gradient retain_grad() stores on an intermediate result (06's demo printed dL/dy = None when graded). The
+    set is taken once, when the call begins; a graph the worker grows meanwhile reaches nothing more."""
+    from grading.grade.ownership import may_change
+
+    class Function:
+        __module__ = "tinytorch.core.function"
+
+        def __init__(self, *saved):
+            self.saved_tensors = saved
+
+    middle = Tensor([2.0])
+    root = Tensor([4.0])
+    root._grad_fn = Function(middle)
+    expected = Tensor([9.0])  # the test's own data, reached from no argument
+    number_of = numbered(root, root.data, root._grad_fn, middle, middle.data, expected, expected.data)
+    allowed = may_change("run_backward", {"root": root}, number_of)
+    root._grad_fn.saved_tensors = None  # released during the call
+    middle_grad = [[4, "o", {}]]
+    assert check_changes("run_backward", {"root": root}, middle_grad, number_of, WORKER, allowed) == middle_grad
+    assert check_changes("run_backward", {"root": root}, middle_grad, number_of, WORKER) == []  # taken too late
+    root._grad_fn.saved_tensors = (expected,)  # the worker links the test's data into the graph: still not allowed
+    with pytest.raises(ValueError, match="in place"):
+        check_changes("run_backward", {"root": root}, [[7, "a", 0]], number_of, WORKER, allowed)

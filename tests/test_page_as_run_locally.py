@@ -16,7 +16,7 @@ from conftest import REPO, run_cli
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     root = tmp_path_factory.mktemp("page-as-local")
-    for notebook in ("11_training",):
+    for notebook in ("06_autograd", "11_training"):
         (root / "subs" / "ref" / notebook).mkdir(parents=True)
         shutil.copyfile(
             REPO / "notebooks" / f"{notebook}.ipynb", root / "subs" / "ref" / notebook / f"{notebook}.ipynb"
@@ -40,3 +40,13 @@ def test_the_forgotten_zero_grad_demo_shows_its_effect_on_the_page(pages):
     assert found, text
     with_it, without = map(float, found.groups())
     assert with_it > 0.9 and without < 0.5, text  # 0.941 and 0.191 in a local run
+
+
+@pytest.mark.slow
+def test_an_intermediate_results_gradient_reaches_the_page(pages):
+    """06's retain_grad() and grad() of an intermediate result printed None on the page: the gradient the worker stored
+    was refused (the graph it was reached from was released by then), and grad() kept its requests in a module dict
+    the sandbox never saw."""
+    page = pages / "06_autograd.notebook.ipynb"
+    assert "dL/dy = Tensor([ 1., -1.,  2.])" in printed(page, "y.retain_grad()")
+    assert "grad() of an intermediate result: Tensor([ 1., -1.,  2.])" in printed(page, "grad() of an intermediate")

@@ -118,13 +118,22 @@ IN_PLACE_HINTS = dict.fromkeys(
 )
 
 
-def check_changes(qualname, named, table, number_of, first_worker_number):
+def may_change(qualname, named, number_of):
+    """The wire numbers of the objects a call may change: those its changeable arguments reach when the call begins.
+    Taken once per call, before any of its messages is applied: run_backward releases the graph it walks, and a set
+    taken from the released graph would refuse the later changes to it (a retained gradient, the last release)."""
+    return set(object_paths(changeable(qualname, named), number_of))
+
+
+def check_changes(qualname, named, table, number_of, first_worker_number, allowed=None):
     """The object table of a reply, less the changes this call may not make; raises ValueError, naming the argument,
-    when the call changed an array it was not allowed to change."""
+    when the call changed an array it was not allowed to change. `allowed`: may_change() taken when the call began
+    (taken now if not given)."""
     changes = [entry for entry in table if entry[0] < first_worker_number]
     if not changes:
         return table
-    allowed = set(object_paths(changeable(qualname, named), number_of))
+    if allowed is None:
+        allowed = may_change(qualname, named, number_of)
     refused = [entry for entry in changes if entry[0] not in allowed]
     arrays = [entry[0] for entry in refused if entry[1] == "a"]
     if arrays:

@@ -32,7 +32,7 @@ from ..common.notebooks import given_cell_name
 from ..sandbox import sandbox, wire
 from . import analytic, heldout, outputs, variant
 from .clock import Budget, Stopwatch
-from .ownership import check_changes, named_arguments, object_paths, signature_of
+from .ownership import check_changes, may_change, named_arguments, object_paths, signature_of
 
 GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
 BACKSTOP = 1  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
@@ -275,6 +275,7 @@ class Remote:
             request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
         except wire.WireError as error:
             raise RuntimeError(f"the grader cannot send the arguments of {qualname} to your code: {error}") from None
+        allowed = None if readonly else may_change(qualname, named, session.number_of)  # before any change applies
         started = time.perf_counter()
         try:
             worker.send(request)
@@ -285,7 +286,8 @@ class Remote:
                 if reply.get("op") != "callback":
                     break
                 with self.stopwatch("callbacks"):
-                    self.accept_changes(qualname, session, reply, named, readonly)  # before the grader's code runs
+                    # before the grader's code runs
+                    self.accept_changes(qualname, session, reply, named, readonly, allowed)
                     worker.send(self.run_callback(session, reply, arrays))
         except TimeoutError:
             self.drop_worker()
@@ -312,7 +314,7 @@ class Remote:
             self.stopwatch.add("student", time.perf_counter() - started)  # (callbacks included: see grading.grade.job)
         if self.printed is not None:  # what the student's code printed in this call, as text (the page shows it)
             self.printed.extend(reply.get("printed"))
-        self.accept_changes(qualname, session, reply, named, readonly)
+        self.accept_changes(qualname, session, reply, named, readonly, allowed)
         try:
             values = session.receive(reply, arrays)
         except wire.WireError as error:
@@ -323,7 +325,7 @@ class Remote:
             raise exception_of(reply, qualname)
         return values.get("value")
 
-    def accept_changes(self, qualname, session, reply, named, readonly):
+    def accept_changes(self, qualname, session, reply, named, readonly, allowed=None):
         """Check what a message of the student's code changes of the grader's objects, and keep only what it may:
         nothing for a rule (read-only), an exercise's own arguments otherwise (grading.grade.ownership). Every message
         is checked, its reply and the callbacks on the way: a callback's message would change them first."""
@@ -336,7 +338,9 @@ class Remote:
             reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= WORKER_NUMBERS]
         elif isinstance(reply.get("objects"), list):
             try:
-                reply["objects"] = check_changes(qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS)
+                reply["objects"] = check_changes(
+                    qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS, allowed
+                )
             except (TypeError, IndexError, KeyError):
                 error = StudentError(f"{qualname} sent back a malformed object table")
                 raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None

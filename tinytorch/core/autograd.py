@@ -171,8 +171,7 @@ def _seed_gradient(root, grad_output):
     return grad_output
 
 
-_keep_retained = True  # False inside grad(), which touches no .grad
-_asked = {}  # inside grad(): id(rule) -> the gradient of the intermediate result that rule made, for each one asked
+_keep_retained = True  # False inside grad(), which touches no .grad but collects the gradients it asks for
 
 
 def _own_copy(grad):
@@ -195,9 +194,11 @@ def _own(grad, stored):
 
 def _store_if_retained(function, grad):
     """If the result `function` produced called retain_grad(), add its complete gradient to its `.grad`, as for a leaf;
-    if grad() asked for that result, keep the gradient for grad()."""
-    if id(function) in _asked:
-        _asked[id(function)] = grad
+    if grad() asked for that result, add the gradient to the list grad() left on the rule (`_asked`): a part of the
+    graph, where the gradient reaches grad() also when run_backward runs elsewhere (the grader's sandbox)."""
+    asked = vars(function).get("_asked")
+    if asked is not None:
+        asked.append(grad)
     retained = function.retained_output  # a weak reference: the rule does not keep its result alive
     tensor = retained() if retained is not None else None
     if tensor is not None and _keep_retained:
@@ -211,7 +212,7 @@ def _call_rule(function, grad, create_graph):
             f"Trying to run backward through {type(function).__name__} a second time, but its graph was freed by "
             "the first backward(). Call the first backward(retain_graph=True) if you need to go through the graph twice."
         )
-    if _asked or function.retained_output is not None:  # grad() or retain_grad() wants this result's gradient
+    if not _keep_retained or function.retained_output is not None:  # grad() or retain_grad() wants it
         _store_if_retained(function, grad)
     if create_graph and not function.twice_differentiable:
         raise RuntimeError(
@@ -266,15 +267,17 @@ def grad(
     """Return the gradients of `output` with respect to `inputs` without touching any `.grad`. An input may be a leaf
     or an intermediate result; one that `output` does not depend on gets None."""
     global _keep_retained
-    _keep_retained = False
     made = [t for t in inputs if t._grad_fn is not None]  # intermediate results: their rule is handed their gradient
-    _asked.update((id(t._grad_fn), None) for t in made)
+    for t in made:
+        t._grad_fn._asked = []  # _store_if_retained adds the gradient of t here
+    _keep_retained = False
     try:
         found = {id(leaf): g for leaf, g in run_backward(output, grad_output, retain_graph, create_graph)}
-        found.update((id(t), _asked[id(t._grad_fn)]) for t in made)
+        found.update((id(t), (t._grad_fn._asked or [None])[0]) for t in made)
     finally:
         _keep_retained = True
-        _asked.clear()
+        for t in made:
+            vars(t._grad_fn).pop("_asked", None)
     return [found.get(id(t)) for t in inputs]
 
 
