@@ -141,8 +141,8 @@ def cmd_check(args):
     from .student.check import HIDDEN, run_tests
 
     results, broken = run_tests(args.notebook)
-    for name, error in broken:
-        if name.startswith("given cell"):
+    for name, error, given in broken:
+        if given:
             print(f"{'ERROR':<6}  the {name} raised {error}: it runs your code above it, so fix that first")
             continue
         print(

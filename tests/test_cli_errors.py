@@ -114,19 +114,24 @@ def test_export_refuses_two_notebooks_that_export_the_same_module(tmp_path):
     assert result.returncode == 0 and (tmp_path / "tinytorch" / "core" / "tiny.py").exists(), result.stderr
 
 
-def test_check_names_an_exercise_cell_that_did_not_run(tmp_path):
-    "A syntax error in an exercise shows in its tests only as a NameError; check names the cell and the error first."
+def failed_check(root, *sources):
+    "The lines `check` prints for a tiny kit of these code cells (under the authoring convention), which must fail."
     from grading.authoring.convention import apply_convention
 
-    path = tiny_kit(
+    path = tiny_kit(root, *sources)
+    apply_convention(path)
+    result = run_cli("check", path, cwd=root)
+    assert result.returncode == 1, result.stdout + result.stderr
+    return result.stdout.splitlines()
+
+
+def test_check_names_an_exercise_cell_that_did_not_run(tmp_path):
+    "A syntax error in an exercise shows in its tests only as a NameError; check names the cell and the error first."
+    lines = failed_check(
         tmp_path,
         "def double(x):\n    ### BEGIN SOLUTION\n    return [2 * x\n    ### END SOLUTION",
         "# test: doubles (1 point)\nassert double(2) == 4",
     )
-    apply_convention(path)
-    result = run_cli("check", path, cwd=tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
     assert lines[0].startswith("ERROR   the cell of double raised SyntaxError: "), lines
     assert lines[1].startswith("FAIL    doubles (1 point): NameError: name 'double' is not defined"), lines
 
@@ -134,18 +139,12 @@ def test_check_names_an_exercise_cell_that_did_not_run(tmp_path):
 def test_check_names_a_given_cell_that_failed_through_the_students_code(tmp_path):
     """07's given GELU demo fails when the student's TanhBackward is wrong; check said nothing of it, and the grade's
     note named the cell by its id (cell-c07-gelu-demo). Both now name it by its first line."""
-    from grading.authoring.convention import apply_convention
-
-    path = tiny_kit(
+    lines = failed_check(
         tmp_path,
         "def double(x):\n    ### BEGIN SOLUTION\n    return 3 * x\n    ### END SOLUTION",
         "# Given: doubling twice is multiplying by 4\nassert double(double(1)) == 4, 'double(double(1)) is not 4'",
         "# test: doubles (1 point)\nassert double(2) == 4",
     )
-    apply_convention(path)
-    result = run_cli("check", path, cwd=tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
     assert lines[0] == (
         "ERROR   the given cell '# Given: doubling twice is multiplying by 4' raised AssertionError: double(double(1)) "
         "is not 4: it runs your code above it, so fix that first"

@@ -110,9 +110,9 @@ def is_course_object(value):
     )
 
 
-# Where a function changes arrays it was not given by name: the gradients that rules return, in the backward walk
+# Where an exercise changes arrays it was not given by name: the gradients that rules return, in 06's backward walk
 IN_PLACE_HINTS = dict.fromkeys(
-    ("run_backward", "accumulate", "backward", "grad"),
+    ("run_backward", "accumulate"),
     " (a gradient a rule returned can be another path's too, as x + x hands one grad_output to both inputs: "
     "accumulate stores the sum as a new array, not grads[key].data += grad.data)",
 )

@@ -72,9 +72,10 @@ def kernel_stderr():
 
 
 def run_tests(notebook, timeout=CHECK_TIMEOUT):
-    """Execute the notebook; return ([(test name, points, passed, message)] for its test cells, [(exercise, error)]
+    """Execute the notebook; return ([(test name, points, passed, message)] for its test cells, [(name, error, given)]
     for the exercise cells that raised (a syntax error there shows in the tests only as a NameError) and for the given
-    cells that raised, named by given_cell_name (they use the student's code above them: 07's GELU, a TanhBackward)."""
+    cells that raised (`given`, named by given_cell_name: they use the student's code above them, as 07's GELU demo
+    uses TanhBackward)."""
     notebook = Path(notebook)
     nb = execute(notebook, package_root(notebook.parent), timeout)
     results, broken = [], []
@@ -85,9 +86,9 @@ def run_tests(notebook, timeout=CHECK_TIMEOUT):
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         message = f"{errors[0].get('ename')}: {errors[0].get('evalue')}" if errors else ""
         if meta.get("solution") and errors:
-            broken.append((str(meta.get("grade_id", "")).removeprefix("solution-"), message))
+            broken.append((str(meta.get("grade_id", "")).removeprefix("solution-"), message, False))
         elif errors and not meta.get("grade") and errors[0].get("ename") != "NotImplementedError":
-            broken.append((given_cell_name(cell.source), message))  # (an exercise not done yet is no news)
+            broken.append((given_cell_name(cell.source), message, True))  # (an exercise not done yet is no news)
         if not meta.get("grade"):
             continue
         code = [line for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]

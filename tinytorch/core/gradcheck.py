@@ -92,6 +92,11 @@ def compare_gradient(label, analytic, numeric, atol=1e-5, rtol=1e-3):
     )
 
 # %% ../../notebooks/03_gradcheck.ipynb #c03-009
+def _cotangent(shape, seed):
+    "The random grad_output check_backward hands the rule, drawn from `seed` (the diagnosis draws it again alike)."
+    return np.random.default_rng(seed).normal(size=shape)
+
+
 def _returned_text(grads):
     "What a rule returned instead of a tuple of gradients, in words: a lone gradient by its shape, else its repr."
     if isinstance(grads, (Tensor, np.ndarray)):
@@ -110,7 +115,7 @@ def backward_and_numeric(function_cls, forward, inputs, eps=1e-6, seed=0, **opti
     arrays = [a.astype(np.float64) if i in wrt else a for i, a in enumerate(given)]
     dtype = np.result_type(*[given[i].dtype for i in wrt]) if wrt else np.float64
     output = np.asarray(forward(*arrays, **options), dtype=np.float64)
-    cotangent = np.random.default_rng(seed).normal(size=output.shape)
+    cotangent = _cotangent(output.shape, seed)
     name = getattr(function_cls, "__name__", "the backward rule")
     saved_output = output.astype(dtype) if "output" in inspect.signature(function_cls).parameters else None
     grads = _apply_read_only(function_cls, name, given, cotangent.astype(dtype), saved_output, options)
@@ -187,7 +192,7 @@ def check_backward(
         except GradcheckError as error:
             shapes = [a.shape for a in arrays]
             output_shape = _output_shape(forward, arrays, options)
-            cotangent = np.random.default_rng(seed).normal(size=output_shape) if output_shape is not None else None
+            cotangent = _cotangent(output_shape, seed) if output_shape is not None else None
             causes = diagnose(grads[i], numeric[i], i, numeric, output_shape, shapes, atol, rtol, cotangent)
             more, smallest = shape_diagnosis(
                 lambda smaller: _compare_all(function_cls, forward, smaller, eps, atol, rtol, seed, options),
