@@ -162,6 +162,24 @@ NAMED_FAILURES = [
     (
         "06_autograd",
         "gradient overwritten instead of accumulated",
+        "accumulate",
+        ["expected x.grad = 2x = [2, 4, 6], got [1. 2. 3.]", "only one use's gradient, x, was kept"],
+    ),
+    (
+        "06_autograd",
+        "the first use's gradient added twice",
+        "accumulate",
+        ["got [ 6. 12. 18.]", "accumulate must add the two gradients, each once"],
+    ),
+    (  # the rules are the course's: the message names the engine's pieces, not a rule's "constant factor"
+        "06_autograd",
+        "the first use's gradient added twice",
+        "engine_end_to_end",
+        ["(a * b - b / (a * a + 1)).exp().sum(axis=0): input 0", "Likely cause: the engine adds or passes"],
+    ),
+    (
+        "06_autograd",
+        "gradient overwritten instead of accumulated",
         "engine_end_to_end",
         ["(a * b - b / (a * a + 1)).exp().sum(axis=0): input 0 (a, shape (3, 1))"],
     ),

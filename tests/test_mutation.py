@@ -216,6 +216,13 @@ MUTANTS = [
         "grads[key] = grad",
     ),
     ("06_autograd", "accumulate", "gradients multiplied", "else grads[key] + grad", "else grads[key] * grad"),
+    (
+        "06_autograd",
+        "accumulate",
+        "the first use's gradient added twice",
+        "grads[key] = grad if key not in grads else grads[key] + grad",
+        "grads[key] = grads.get(key, grad) + grad",
+    ),
     ("07_activations", "relu_backward", "mask >= instead of >", "(x.data > 0)", "(x.data >= 0)"),
     ("07_activations", "relu_backward", "mask inverted", "(x.data > 0)", "(x.data < 0)"),
     (
