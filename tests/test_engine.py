@@ -585,6 +585,17 @@ def test_check_backward_names_a_lowered_dtype_as_lowered_not_promoted():
     assert "lowered it to float32" in str(raised.value) and "promotes" not in str(raised.value)
 
 
+def test_check_backward_refuses_a_complex_gradient_of_a_real_input():
+    "A red-team finding: a complex gradient passed the dtype check (not a float dtype) and the tests read its real part."
+
+    class Complex(E.Function):
+        def apply(self, grad_output):
+            return (grad_output.data.astype(np.complex128),)
+
+    with pytest.raises(GradcheckError, match="the input is float64 but its gradient is complex128"):
+        check_backward(Complex, lambda v: v * 1.0, [np.ones(3)])
+
+
 def test_each_tensor_method_is_the_operation_function_that_names_its_rule():
     import inspect
 

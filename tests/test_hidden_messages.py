@@ -73,12 +73,40 @@ def test_what_a_rule_sent_back_and_the_grader_cannot_check_is_not_quoted():
         ),
         ("got \"LEAK 1.5\" and 'x', the rule's gradient", "got '…' and '…', the rule's gradient"),
         ("returned str 'a\\'b \"c' instead", "returned str '…' instead"),
+        # a red-team finding: a string of 78 characters and a newline, cut at 80, ends on the escape's backslash
+        ("it returned str 'LEAK -0.1778 -8.0329 ####\\", "it returned str '…'"),
     ],
 )
 def test_a_hidden_tests_own_message_is_shown_with_quoted_text_blanked(message, shown):
     "The message is made while the test runs (as an f-string with what the rule returned): its quotes are not the test's."
     cell = {"id": "h", "source": "### BEGIN HIDDEN TESTS\nraise AssertionError(made())\n### END HIDDEN TESTS"}
     assert run_cell(cell, {"made": lambda: message}, 10, hidden=True) == (False, f"AssertionError: {shown}")
+
+
+def test_a_quote_from_the_cells_every_student_has_is_shown():
+    """A student solver's finding: 12's hidden conv tests said padding='…' and (section 3, '…'), since the quotes come
+    from the given cell that draws the cases, not from the hidden cell. Quotes of given code and visible tests are
+    kept (every release holds them); those of the other hidden cells and of the solutions are not."""
+    source = "### BEGIN HIDDEN TESTS\nraise AssertionError(f'case: padding={made()!r}')\n### END HIDDEN TESTS"
+    given = 'def conv_cases(rng):\n    return [(1, "same")]'
+    for made, public, shown in [("same", given, "'same'"), ("same", "", "'…'"), ("LEAK", given, "'…'")]:
+        passed, message = run_cell({"id": "h", "source": source}, {"made": lambda m=made: m}, 10, True, None, public)
+        assert (passed, message) == (False, f"AssertionError: case: padding={shown}")
+
+
+def test_the_public_source_holds_given_cells_and_visible_tests_only():
+    import nbformat
+
+    from grading.grade.verdict import public_source
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("GIVEN = 'public'"),
+        nbformat.v4.new_code_cell("ANSWER = 'solution'", metadata={"nbgrader": {"solution": True}}),
+        nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nSECRET = 'hidden'\n### END HIDDEN TESTS"),
+        nbformat.v4.new_markdown_cell("'prose'"),
+    ]
+    assert public_source(nb) == "GIVEN = 'public'"
 
 
 def test_a_quote_the_hidden_tests_source_holds_is_shown():
@@ -107,7 +135,7 @@ def test_the_same_error_in_a_visible_test_and_a_visible_tests_own_message_stay_w
     assert wire.EXCEPTIONS["ValueError"] is ValueError
 
 
-CHECKERS = {"check_backward", "gradcheck"}  # they raise a GradcheckError that names the rule, input and index
+CHECKERS = {"check_backward", "gradcheck", "engine_gradcheck"}  # they raise an error naming the rule, input and index
 WITH_MESSAGES = [f"{n:02d}" for n in range(1, 17)]  # every notebook
 
 
@@ -170,6 +198,12 @@ NAMED_FAILURES = [
         "the first use's gradient added twice",
         "accumulate",
         ["got [ 6. 12. 18.]", "accumulate must add the two gradients, each once"],
+    ),
+    (  # a student solver's finding: the visible test passed an in-place accumulate (x * x shares no gradient)
+        "06_autograd",
+        "adds in place (grads[key].data += grad.data)",
+        "accumulate",
+        ["s = a + b; sum(s + a)", "got [2. 2.] and [2. 2.]", "adds in place (+=)", "store a new array"],
     ),
     (  # the rules are the course's: the message names the engine's pieces, not a rule's "constant factor"
         "06_autograd",

@@ -91,3 +91,34 @@ def test_the_objects_a_call_may_change_are_those_its_arguments_reach_when_it_beg
     root._grad_fn.saved_tensors = (expected,)  # the worker links the test's data into the graph: still not allowed
     with pytest.raises(ValueError, match="in place"):
         check_changes("run_backward", {"root": root}, [[7, "a", 0]], number_of, WORKER, allowed)
+
+
+def test_run_backward_may_store_gradients_on_its_graph_but_never_change_a_tensors_data():
+    """A red-team finding: run_backward may change root's graph, and every tensor of it was changeable, data included.
+    06's run_backward_hidden computes its expected gradient, 2 x data + 2, from the graph after the call: a
+    run_backward that set every tensor to zeros and handed each leaf 2 passed. The data now stay the grader's."""
+    from grading.grade.ownership import may_change
+
+    class Function:
+        __module__ = "tinytorch.core.function"
+
+        def __init__(self, *saved):
+            self.saved_tensors = saved
+
+    leaf = Tensor([1.0, 2.0])
+    leaf.requires_grad = True
+    root = Tensor([3.0])
+    root._grad_fn = Function(leaf)
+    number_of = numbered(root, root.data, leaf, leaf.data, root._grad_fn)
+    objects = {number: value for value, number in ((root, 1), (root.data, 2), (leaf, 3), (leaf.data, 4))}
+    named = {"root": root}
+    allowed = may_change("run_backward", named, number_of)
+    assert {1, 2, 3, 4, 5} <= allowed
+    with pytest.raises(ValueError, match=r"changed root\._grad_fn\.saved_tensors\[0\]\.data in place"):
+        check_changes("run_backward", named, [[4, "a", 0]], number_of, WORKER, allowed, objects)
+    zeros = {"c": {}, "s": {"data": {"r": WORKER}, "grad": {"r": WORKER + 1}, "requires_grad": False}}
+    (kept,) = check_changes("run_backward", named, [[3, "o", zeros]], number_of, WORKER, allowed, objects)
+    assert kept[2]["s"] == {"data": {"r": 4}, "grad": {"r": WORKER + 1}, "requires_grad": True}  # its grad is taken
+    released = [[5, "o", {"c": {}, "s": {"saved_tensors": None}}]]
+    assert check_changes("run_backward", named, released, number_of, WORKER, allowed, objects) == released
+    assert check_changes("train_epoch", {"model": leaf}, [[4, "a", 0]], number_of, WORKER, None, objects)  # its job

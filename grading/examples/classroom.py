@@ -1,4 +1,4 @@
-"""A generated class of 54 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 57 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -371,10 +371,17 @@ Leak.__module__ = "tinytorch.core.autograd"
 Leak.__qualname__ = "LEAK " + " ".join(f"{v:.4f}" for v in np.asarray(self.saved_tensors[0].data, dtype=float).ravel())
 return Leak(), Leak()
 """
+# A string cut short by the check (its repr to 80 characters) where an escape's backslash ends the message: the quote
+# then had an end the page's blanking did not know.
+LEAK_CUT_AT_AN_ESCAPE = """import numpy as np
+text = "LEAK " + " ".join(f"{v:.4f}" for v in np.asarray(self.saved_tensors[0].data, dtype=float).ravel())
+return (text + "#" * 78)[:78] + "\\n"
+"""
 LEAKS = {  # student: (the rule that leaks, its code, whether it spells the digits in letters)
     "leo": ("neg_backward", "solution-NegBackward", LEAK_IN_LETTERS, True),
     "mia": ("mul_backward", "solution-MulBackward", LEAK_AS_A_STRING, False),
     "noa": ("add_backward", "solution-AddBackward", LEAK_IN_A_CLASS_NAME, False),
+    "opal": ("sub_backward", "solution-SubBackward", LEAK_CUT_AT_AN_ESCAPE, False),
 }
 
 
@@ -447,6 +454,37 @@ def empty_parameters(gid, solution, stub):
         return solution
     head, _ = stub.split("    def update(self, i, p, grad):\n", 1)
     return head + "    def update(self, i, p, grad):\n" + EMPTY_PARAMETERS
+
+
+# Finite differences handed back as something other than a float64 array, which the verdict once did not judge: a
+# complex array (sigmoid) and a list of numbers (tanh). Both are read as the tests read them, and refused.
+NUMERICAL_AS_COMPLEX = """import numpy as np
+x, h = self.saved_tensors[0].data, 1e-5
+sig = lambda v: 1 / (1 + np.exp(-v))
+return (((sig(x + h) - sig(x - h)) / (2 * h) * grad_output.data).astype(np.complex128),)
+"""
+NUMERICAL_AS_A_LIST = """import numpy as np
+x, h = self.saved_tensors[0].data, 1e-5
+return (((np.tanh(x + h) - np.tanh(x - h)) / (2 * h) * grad_output.data).tolist(),)
+"""
+
+
+# run_backward sets every tensor of the graph to zeros and hands each leaf 2: for 06's run_backward_hidden, whose
+# expected gradient 2 x data + 2 the test computes from the graph's data after the call, 2 is right for zeros.
+ZERO_THE_DATA = """        for tensor in topological_order(root):
+            tensor.data = np.zeros_like(tensor.data)
+            if tensor._grad_fn is None:
+                leaves.append((tensor, Tensor(np.full(tensor.shape, 2.0))))
+"""
+
+
+def zero_the_data(gid, solution, stub):
+    "run_backward's loop replaced by ZERO_THE_DATA."
+    if gid != "solution-run_backward":
+        return solution
+    start = solution.index("        for tensor in topological_order(root):")
+    end = solution.index("function.release()\n") + len("function.release()\n")
+    return solution[:start] + ZERO_THE_DATA + solution[end:]
 
 
 # Given code that once did an exercise's work (a student calls it, or copies its line)
@@ -684,6 +722,25 @@ def make_class(kit, out, grades=None):
             AUTOGRAD,
             submission(kit, AUTOGRAD, empty_leaf_gradients),
             points_of_tests(AUTOGRAD, {"topological_order"}),
+            "",
+        ),
+        "otto": (
+            AUTOGRAD,
+            submission(kit, AUTOGRAD, zero_the_data),
+            points_of_tests(AUTOGRAD, {"topological_order"}),
+            "",
+        ),
+        "ola": (  # finite differences as a complex array and as a list
+            ACTIVATIONS,
+            submission(
+                kit,
+                ACTIVATIONS,
+                chained(
+                    inside("solution-SigmoidBackward", NUMERICAL_AS_COMPLEX),
+                    inside("solution-TanhBackward", NUMERICAL_AS_A_LIST),
+                ),
+            ),
+            points_of(ACTIVATIONS) - points_of(ACTIVATIONS, {"sigmoid_backward", "tanh_backward"}),
             "",
         ),
         "pia": (

@@ -35,9 +35,19 @@ def array_of(value):
 
 
 def as_float64(value):
-    "The float64 array of a gradient (a Tensor or an array), else None."
-    array = array_of(value)
-    return array if array is not None and array.dtype == np.float64 else None
+    """A gradient as float64, read as the tests read it: a Tensor's or an array's data, a list of numbers, a complex
+    array's real part. None for a float32 gradient (its own test checks the dtype; float32 is as far from float64 as
+    finite differences) and for what holds no numbers. A rule cannot escape the verdict by its gradient's type."""
+    data = getattr(value, "data", value)
+    try:
+        array = np.asarray(data)
+    except (TypeError, ValueError):  # a ragged list
+        return None
+    if array.dtype.kind == "c":
+        array = array.real
+    if array.dtype == np.float64 or array.dtype.kind in "iub":
+        return np.asarray(array, dtype=np.float64)
+    return None
 
 
 def relative_gap(student, reference, grad_output):

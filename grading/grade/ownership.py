@@ -6,8 +6,8 @@ test would check the student's answer against data the student chose: a `matmul`
 inputs passes `matmul(a, b) == a.data @ b.data`. So every call's changes to the grader's objects are checked here:
 
 * what an exercise may change is declared with it, in MAY_CHANGE: an optimizer's `update` its own state and the
-  parameter it is given, `attach` the `result` it records on, `run_backward` the gradients of `root`'s graph,
-  `train_epoch` the model, the optimizer and the random generator; every other exercise nothing;
+  parameter it is given, `attach` the `result` it records on, `run_backward` the gradients of `root`'s graph (never a
+  tensor's data: KEEPS), `train_epoch` the model, the optimizer and the random generator; every other exercise nothing;
 * an array of anything else changed in place fails the call, with a message that names the argument (`b.data`,
   `X`, `params[0].data`);
 * any other change to anything else (an attribute set, a list appended to) is not read back: the grader's object
@@ -30,6 +30,10 @@ MAY_CHANGE = {  # every other exercise may change nothing it is given (a backwar
     "SGD.update": ("self", "p"),
     "Adam.update": ("self", "p"),
 }
+# What these exercises may not change even of the tensors they may: a tensor's numbers and whether it wants a
+# gradient. run_backward releases the graph and stores retained gradients, accumulate stores gradients in its dict;
+# a test then computes the expected gradient from the graph's tensors (06's run_backward_hidden from x.data).
+KEEPS = {"run_backward": ("data", "requires_grad"), "accumulate": ("data", "requires_grad")}
 
 
 def signature_of(function):
@@ -101,6 +105,31 @@ class PathTo(dict):
         return path
 
 
+def keeping(names, allowed, table, objects, number_of):
+    """`allowed` less the arrays that are attribute `names` of a tensor in it, and `table` with those attributes of
+    each such tensor as the grader has them: the change of a tensor's data, in place or by a new array, is not taken."""
+    tensors = {n: objects[n] for n in allowed if n in objects and is_tensor(objects[n])}
+    held = {number_of.get(id(vars(t).get(name))) for t in tensors.values() for name in names}
+    kept = []
+    for number, kind, payload in table:
+        if kind == "o" and number in tensors and isinstance(payload, dict) and isinstance(payload.get("s"), dict):
+            state, current = dict(payload["s"]), vars(tensors[number])
+            for name in names:
+                if name not in current:
+                    state.pop(name, None)
+                elif wire.is_simple(current[name]):
+                    state[name] = current[name]
+                elif id(current[name]) in number_of:
+                    state[name] = {"r": number_of[id(current[name])]}
+            payload = dict(payload, s=state)
+        kept.append([number, kind, payload])
+    return allowed - held, kept
+
+
+def is_tensor(value):
+    return type(value).__name__ == "Tensor" and is_course_object(value)
+
+
 def is_course_object(value):
     module = getattr(type(value), "__module__", "") or ""
     return (
@@ -125,15 +154,17 @@ def may_change(qualname, named, number_of):
     return set(object_paths(changeable(qualname, named), number_of))
 
 
-def check_changes(qualname, named, table, number_of, first_worker_number, allowed=None):
+def check_changes(qualname, named, table, number_of, first_worker_number, allowed=None, objects=None):
     """The object table of a reply, less the changes this call may not make; raises ValueError, naming the argument,
     when the call changed an array it was not allowed to change. `allowed`: may_change() taken when the call began
-    (taken now if not given)."""
+    (taken now if not given). `objects`: {wire number: the grader's object}, for KEEPS."""
     changes = [entry for entry in table if entry[0] < first_worker_number]
     if not changes:
         return table
     if allowed is None:
         allowed = may_change(qualname, named, number_of)
+    if qualname in KEEPS and objects is not None:
+        allowed, table = keeping(KEEPS[qualname], allowed, table, objects, number_of)
     refused = [entry for entry in changes if entry[0] not in allowed]
     arrays = [entry[0] for entry in refused if entry[1] == "a"]
     if arrays:

@@ -339,7 +339,7 @@ class Remote:
         elif isinstance(reply.get("objects"), list):
             try:
                 reply["objects"] = check_changes(
-                    qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS, allowed
+                    qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS, allowed, session.objects
                 )
             except (TypeError, IndexError, KeyError):
                 error = StudentError(f"{qualname} sent back a malformed object table")
@@ -429,8 +429,11 @@ def exception_of(reply, qualname=None):
 
 
 # Text a hidden test's own message may quote that the student's code chose: the repr of a string it returned (perhaps
-# cut short, so a quote may run to the end). An apostrophe inside a word ("the rule's") opens no quote.
-QUOTED = re.compile(r"""(?<!\w)'(?:[^'\\]|\\.)*?(?:'(?!\w)|$)|(?<!\w)"(?:[^"\\]|\\.)*?(?:"(?!\w)|$)""", re.DOTALL)
+# cut short, so a quote may run to the end, even where the cut leaves an escape's backslash last). An apostrophe
+# inside a word ("the rule's") opens no quote.
+QUOTED = re.compile(
+    r"""(?<!\w)'(?:[^'\\]|\\(?:.|$))*?(?:'(?!\w)|$)|(?<!\w)"(?:[^"\\]|\\(?:.|$))*?(?:"(?!\w)|$)""", re.DOTALL
+)
 
 
 # What differs while a notebook is graded, said by the course's own code in the student's process: the one message of
@@ -620,6 +623,18 @@ def plan_cells(instructor_nb):
     return cells
 
 
+def public_source(instructor_nb):
+    """The source of the instructor's code cells that every student's release holds as they are (given code, visible
+    tests): a quote from them in a hidden test's message (padding='same' from 12's given conv_cases) tells nothing."""
+    return "\n".join(
+        c.source
+        for c in instructor_nb.cells
+        if c.cell_type == "code"
+        and not c.get("metadata", {}).get("nbgrader", {}).get("solution")
+        and "### BEGIN HIDDEN TESTS" not in c.source
+    )
+
+
 def notebook_exercises(nb):
     "The student's exercises that are not exported: the worker runs them in the module's namespace after importing it."
     return [
@@ -649,10 +664,11 @@ def _alarm(signum, frame):
     raise CellTimeout()
 
 
-def run_cell(cell, namespace, timeout, hidden=False, shown=None):
+def run_cell(cell, namespace, timeout, hidden=False, shown=None, public=""):
     """Run one of the instructor's cells here; return (passed, message). `timeout` is in CPU seconds of this process:
     the time the student's calls take in the worker is theirs, limited there. `shown` (a grading.grade.outputs.Shown, or
-    None) receives what the cell shows, for the feedback page."""
+    None) receives what the cell shows, for the feedback page. `public`: the source of the cells every student has
+    (public_source), whose quotes a hidden test's message keeps as it keeps its own."""
     previous = signal.signal(signal.SIGPROF, _alarm)
     try:
         signal.setitimer(signal.ITIMER_PROF, timeout)
@@ -666,7 +682,7 @@ def run_cell(cell, namespace, timeout, hidden=False, shown=None):
         raise  # not the student's: the whole submission is not graded
     except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
         if hidden:
-            return failed(shown, type(error).__name__, describe_hidden(error, cell["source"]))
+            return failed(shown, type(error).__name__, describe_hidden(error, cell["source"] + "\n" + public))
         return failed(shown, type(error).__name__, describe(error))
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
@@ -787,6 +803,7 @@ def grade_pass(
         if shown_cells:
             ran.update(import_outputs(instructor_nb, remote))
         np.allclose = strict_allclose  # while the cells run (put back in the finally below)
+        public = public_source(instructor_nb)
         for cell in plan_cells(instructor_nb):
             hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
             if hidden and not hidden_cells:
@@ -800,7 +817,7 @@ def grade_pass(
             shown = None if hidden or cell["kind"] == "solution" or not shown_cells else outputs.Shown()
             remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden or not shown_cells
             flags = wire.simple_globals(remote.graded) if hidden and shown_cells else None
-            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown)  # calls first
+            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown, public)
             remote.printed, remote.hidden = None, not shown_cells
             if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
                 restore_simple_globals(remote.graded, flags)

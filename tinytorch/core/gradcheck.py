@@ -140,6 +140,11 @@ def options_text(options):
 def check_dtype(label, analytic, dtype):
     "Raise GradcheckError unless the gradient has its input's floating dtype (float32 stays float32)."
     found = getattr(analytic.data if isinstance(analytic, Tensor) else analytic, "dtype", None)
+    if found is not None and np.issubdtype(found, np.complexfloating):
+        raise GradcheckError(
+            f"{label}: the input is {np.dtype(dtype)} but its gradient is {np.dtype(found)}: the gradient of a real "
+            "input is real, of its input's dtype. Compute it from grad_output and the saved tensors, in their dtype."
+        )
     if found is not None and np.issubdtype(found, np.floating) and found != dtype:
         if np.finfo(found).bits > np.finfo(dtype).bits:
             cause = (
