@@ -795,6 +795,13 @@ STUDENT_BUGS = [
     (
         "12_conv",
         "conv2d_backward",
+        "each kernel's gradient transposed (kh and kw swapped)",
+        "grad_w = (g_rows.T @ rows).reshape(w.shape)",
+        "grad_w = (g_rows.T @ rows).reshape(w.shape).swapaxes(2, 3)",
+    ),
+    (
+        "12_conv",
+        "conv2d_backward",
         "the padded image's gradient returned uncropped",
         "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))",
         "grads = (Tensor(grad_padded), Tensor(grad_w))",
