@@ -596,6 +596,17 @@ def test_check_backward_refuses_a_complex_gradient_of_a_real_input():
         check_backward(Complex, lambda v: v * 1.0, [np.ones(3)])
 
 
+def test_check_backward_reads_the_dtype_of_a_list_of_numbers_as_numpy_does():
+    "Red team, round 2: a list of np.float32 numbers has no dtype of its own, and passed as a float32 array would not."
+
+    class Float32Numbers(E.Function):
+        def apply(self, grad_output):
+            return ([np.float32(v) for v in grad_output.data],)
+
+    with pytest.raises(GradcheckError, match="the input is float64 but its gradient is float32"):
+        check_backward(Float32Numbers, lambda v: v * 1.0, [np.ones(3)])
+
+
 def test_each_tensor_method_is_the_operation_function_that_names_its_rule():
     import inspect
 

@@ -199,6 +199,12 @@ NAMED_FAILURES = [
         "accumulate",
         ["got [ 6. 12. 18.]", "accumulate must add the two gradients, each once"],
     ),
+    (
+        "08_losses",
+        "BCE's gradient of p made from arrays (.data)",
+        "losses_twice_hidden",
+        ["bce_loss's gradient, computed with create_graph=True, is a constant", ".data, NumPy"],
+    ),
     (  # a student solver's finding: the visible test passed an in-place accumulate (x * x shares no gradient)
         "06_autograd",
         "adds in place (grads[key].data += grad.data)",
@@ -338,9 +344,19 @@ NAMED_FAILURES = [
         "13_embedding",
         "out[ids] += g (repeats counted once)",
         "embedding_backward",
-        ["got [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]", "Id 1's row got one use's worth", "buffered"],
+        [
+            "got [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]",
+            "Id 1's row got one use's worth",
+            "buffered",
+        ],
     ),
     ("13_embedding", "averaged over ids", "embedding_backward", ["got [[0.0, 0.0], [0.75, 0.75]"]),
+    (  # a student solver's finding: with as many rows as positions, the visible test could not see the shape
+        "13_embedding",
+        "grad_output's rows returned (one per position, not per table row)",
+        "embedding_backward",
+        ["EmbeddingBackward returned a gradient of shape (4, 2) for input 0 of shape (5, 2)"],
+    ),
     (
         "13_embedding",
         "repeated ids added once (buffered +=)",

@@ -223,6 +223,20 @@ MUTANTS = [
         "grads[key] = grad if key not in grads else grads[key] + grad",
         "grads[key] = grads.get(key, grad) + grad",
     ),
+    (  # right first derivatives, a constant for the second (a student solver's finding: 12/12 before)
+        "08_losses",
+        "losses",
+        "BCE's gradient of p made from arrays (.data)",
+        "grad_p = grad_output * (p - target) / (p * (1 - p)) / n",
+        "grad_p = grad_output * Tensor((p.data - target.data) / (p.data * (1 - p.data))) / n",
+    ),
+    (
+        "08_losses",
+        "losses",
+        "cross-entropy's gradient made from arrays (.data)",
+        "return grad_output * (softmax(logits, axis=1) - one_hot) / logits.shape[0], None",
+        "return grad_output * Tensor(softmax(logits, axis=1).data - one_hot) / logits.shape[0], None",
+    ),
     ("07_activations", "relu_backward", "mask >= instead of >", "(x.data > 0)", "(x.data >= 0)"),
     ("07_activations", "relu_backward", "mask inverted", "(x.data > 0)", "(x.data < 0)"),
     (
@@ -326,6 +340,13 @@ MUTANTS = [
         "average-pool gradient",
         "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
         "grad_windows += grad_output.data[..., None] / (self.k * self.k)",
+    ),
+    (
+        "13_embedding",
+        "embedding_backward",
+        "grad_output's rows returned (one per position, not per table row)",
+        "return (scatter_add(grad_output, self.ids, weight.shape),)",
+        "return (grad_output.reshape(-1, weight.shape[1]),)",
     ),
     (
         "13_embedding",
@@ -1501,6 +1522,16 @@ def test_numerical_rules_are_told_why_they_lost_their_points(graded_mutants):
         rule, what = mutant[1], mutant[2]
         messages = " ".join(t.get("message", "") for name, t in tests.items() if is_rules_test(name, rule))
         assert "finite differences of the forward" in messages, (what, messages[:500])
+
+
+def test_a_hessian_vector_product_by_backward_is_told_of_accumulation_where_it_is_graded(graded_mutants):
+    """14's hvp_hidden named the accumulation of .grad only when w.grad was set, and a .grad the student's code writes
+    is not copied back while graded: the page said create_graph=True was missing (a student solver's finding). The
+    test now also knows it by its value, H·v plus the first gradient."""
+    what = "backward() for both derivatives, .grad read (it accumulates the first gradient)"
+    number = next(n for n, m in enumerate(MUTANTS) if m[0] == "14_higher_order" and m[2] == what)
+    message = mutant_tests(graded_mutants, number)["hvp_hidden"].get("message", "")
+    assert "w.grad was written" in message and "Use grad() (not backward())" in message, message
 
 
 def test_train_epochs_order_of_calls_is_named_where_it_is_graded(graded_mutants):

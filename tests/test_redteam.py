@@ -1,4 +1,4 @@
-"""Red team: a class of 57 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 58 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -136,9 +136,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_57_submissions_of_every_kind(graded_class):
+def test_the_class_has_58_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 57 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 58 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 

@@ -1,4 +1,4 @@
-"""A generated class of 57 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 58 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -467,6 +467,14 @@ NUMERICAL_AS_A_LIST = """import numpy as np
 x, h = self.saved_tensors[0].data, 1e-5
 return (((np.tanh(x + h) - np.tanh(x - h)) / (2 * h) * grad_output.data).tolist(),)
 """
+# Round 2: a list of np.float32 numbers, which NumPy reads as float32 (the verdict left float32 to the dtype check,
+# which looked for the list's own dtype and found none), and which the test compared in float64 (pat, 04)
+NUMERICAL_AS_FLOAT32_NUMBERS = """import numpy as np
+x = self.saved_tensors[0].data.astype(np.float64)
+h = 1e-6 * np.maximum(np.abs(x), 1e-3)
+grad = grad_output.data * (np.log(x + h) - np.log(x - h)) / (2 * h)
+return (np.vectorize(np.float32, otypes=[object])(grad).tolist(),)
+"""
 
 
 # run_backward sets every tensor of the graph to zeros and hands each leaf 2: for 06's run_backward_hidden, whose
@@ -728,6 +736,12 @@ def make_class(kit, out, grades=None):
             AUTOGRAD,
             submission(kit, AUTOGRAD, zero_the_data),
             points_of_tests(AUTOGRAD, {"topological_order"}),
+            "",
+        ),
+        "pat": (
+            E,
+            submission(kit, E, inside("solution-LogBackward", NUMERICAL_AS_FLOAT32_NUMBERS)),
+            losing("log_backward"),
             "",
         ),
         "ola": (  # finite differences as a complex array and as a list

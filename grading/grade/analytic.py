@@ -35,12 +35,15 @@ def array_of(value):
 
 
 def as_float64(value):
-    """A gradient as float64, read as the tests read it: a Tensor's or an array's data, a list of numbers, a complex
-    array's real part. None for a float32 gradient (its own test checks the dtype; float32 is as far from float64 as
-    finite differences) and for what holds no numbers. A rule cannot escape the verdict by its gradient's type."""
+    """A gradient as float64, read as the tests read it: a Tensor's or an array's data, a list of numbers (of any
+    float type), a complex array's real part. None for a float32 array (its own test checks the dtype; float32 is as
+    far from float64 as finite differences) and for what holds no numbers. A rule cannot escape the verdict by its
+    gradient's type."""
     data = getattr(value, "data", value)
     try:
         array = np.asarray(data)
+        if not isinstance(data, np.ndarray) and array.dtype.kind in "fiub":  # numbers, of whatever type: as the test
+            return np.asarray(array, dtype=np.float64)
     except (TypeError, ValueError):  # a ragged list
         return None
     if array.dtype.kind == "c":

@@ -137,9 +137,18 @@ def options_text(options):
     return ", ".join(f"{key}={shown(value)}" for key, value in options.items())
 
 
+def _dtype_of(gradient):
+    "The dtype of a gradient: an array's, or what NumPy makes of a list of numbers (of np.float32, say); else None."
+    dtype = getattr(gradient, "dtype", None)
+    try:
+        return dtype if dtype is not None else np.asarray(gradient).dtype
+    except (TypeError, ValueError):
+        return None
+
+
 def check_dtype(label, analytic, dtype):
     "Raise GradcheckError unless the gradient has its input's floating dtype (float32 stays float32)."
-    found = getattr(analytic.data if isinstance(analytic, Tensor) else analytic, "dtype", None)
+    found = _dtype_of(analytic.data if isinstance(analytic, Tensor) else analytic)
     if found is not None and np.issubdtype(found, np.complexfloating):
         raise GradcheckError(
             f"{label}: the input is {np.dtype(dtype)} but its gradient is {np.dtype(found)}: the gradient of a real "
