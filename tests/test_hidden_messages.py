@@ -202,7 +202,7 @@ NAMED_FAILURES = [
     (
         "08_losses",
         "BCE's gradient of p made from arrays (.data)",
-        "losses_twice_hidden",
+        "bce_backward_twice_hidden",
         ["bce_loss's gradient, computed with create_graph=True, is a constant", ".data, NumPy"],
     ),
     (  # a student solver's finding: the visible test passed an in-place accumulate (x * x shares no gradient)

@@ -216,27 +216,6 @@ MUTANTS = [
         "grads[key] = grad",
     ),
     ("06_autograd", "accumulate", "gradients multiplied", "else grads[key] + grad", "else grads[key] * grad"),
-    (
-        "06_autograd",
-        "accumulate",
-        "the first use's gradient added twice",
-        "grads[key] = grad if key not in grads else grads[key] + grad",
-        "grads[key] = grads.get(key, grad) + grad",
-    ),
-    (  # right first derivatives, a constant for the second (a student solver's finding: 12/12 before)
-        "08_losses",
-        "losses",
-        "BCE's gradient of p made from arrays (.data)",
-        "grad_p = grad_output * (p - target) / (p * (1 - p)) / n",
-        "grad_p = grad_output * Tensor((p.data - target.data) / (p.data * (1 - p.data))) / n",
-    ),
-    (
-        "08_losses",
-        "losses",
-        "cross-entropy's gradient made from arrays (.data)",
-        "return grad_output * (softmax(logits, axis=1) - one_hot) / logits.shape[0], None",
-        "return grad_output * Tensor(softmax(logits, axis=1).data - one_hot) / logits.shape[0], None",
-    ),
     ("07_activations", "relu_backward", "mask >= instead of >", "(x.data > 0)", "(x.data >= 0)"),
     ("07_activations", "relu_backward", "mask inverted", "(x.data > 0)", "(x.data < 0)"),
     (
@@ -340,13 +319,6 @@ MUTANTS = [
         "average-pool gradient",
         "np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)",
         "grad_windows += grad_output.data[..., None] / (self.k * self.k)",
-    ),
-    (
-        "13_embedding",
-        "embedding_backward",
-        "grad_output's rows returned (one per position, not per table row)",
-        "return (scatter_add(grad_output, self.ids, weight.shape),)",
-        "return (grad_output.reshape(-1, weight.shape[1]),)",
     ),
     (
         "13_embedding",
@@ -816,13 +788,6 @@ STUDENT_BUGS = [
     (
         "12_conv",
         "conv2d_backward",
-        "each kernel's gradient transposed (kh and kw swapped)",
-        "grad_w = (g_rows.T @ rows).reshape(w.shape)",
-        "grad_w = (g_rows.T @ rows).reshape(w.shape).swapaxes(2, 3)",
-    ),
-    (
-        "12_conv",
-        "conv2d_backward",
         "the padded image's gradient returned uncropped",
         "grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))",
         "grads = (Tensor(grad_padded), Tensor(grad_w))",
@@ -985,6 +950,42 @@ LATER = [
         "the dot product of the last parameter's term only",
         "dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)",
         "dot = (grads[-1] * Tensor(vectors[-1])).sum()",
+    ),
+    # from the fifteenth session's student solvers
+    (
+        "06_autograd",
+        "accumulate",
+        "the first use's gradient added twice",
+        "grads[key] = grad if key not in grads else grads[key] + grad",
+        "grads[key] = grads.get(key, grad) + grad",
+    ),
+    (  # right first derivatives, a constant for the second (a student solver's finding: 12/12 before)
+        "08_losses",
+        "bce_backward",
+        "BCE's gradient of p made from arrays (.data)",
+        "grad_p = grad_output * (p - target) / (p * (1 - p)) / n",
+        "grad_p = grad_output * Tensor((p.data - target.data) / (p.data * (1 - p.data))) / n",
+    ),
+    (
+        "08_losses",
+        "cross_entropy_backward",
+        "cross-entropy's gradient made from arrays (.data)",
+        "return grad_output * (softmax(logits, axis=1) - one_hot) / logits.shape[0], None",
+        "return grad_output * Tensor(softmax(logits, axis=1).data - one_hot) / logits.shape[0], None",
+    ),
+    (
+        "12_conv",
+        "conv2d_backward",
+        "each kernel's gradient transposed (kh and kw swapped)",
+        "grad_w = (g_rows.T @ rows).reshape(w.shape)",
+        "grad_w = (g_rows.T @ rows).reshape(w.shape).swapaxes(2, 3)",
+    ),
+    (
+        "13_embedding",
+        "embedding_backward",
+        "grad_output's rows returned (one per position, not per table row)",
+        "return (scatter_add(grad_output, self.ids, weight.shape),)",
+        "return (grad_output.reshape(-1, weight.shape[1]),)",
     ),
 ]
 MUTANTS += LATER
