@@ -439,13 +439,17 @@ EMPTY_LEAF_GRADIENTS = """        for tensor in topological_order(root):
 """
 
 
-def empty_leaf_gradients(gid, solution, stub):
-    "run_backward's loop replaced by EMPTY_LEAF_GRADIENTS: every leaf is handed an empty gradient, nothing computed."
-    if gid != "solution-run_backward":
-        return solution
-    start = solution.index("        for tensor in topological_order(root):")
-    end = solution.index("function.release()\n") + len("function.release()\n")
-    return solution[:start] + EMPTY_LEAF_GRADIENTS + solution[end:]
+def run_backward_loop(loop):
+    "An answer() that solves everything, run_backward with its loop (from the walk to the release) replaced by `loop`."
+
+    def answer(gid, solution, stub):
+        if gid != "solution-run_backward":
+            return solution
+        start = solution.index("        for tensor in topological_order(root):")
+        end = solution.index("function.release()\n") + len("function.release()\n")
+        return solution[:start] + loop + solution[end:]
+
+    return answer
 
 
 def empty_parameters(gid, solution, stub):
@@ -484,15 +488,6 @@ ZERO_THE_DATA = """        for tensor in topological_order(root):
             if tensor._grad_fn is None:
                 leaves.append((tensor, Tensor(np.full(tensor.shape, 2.0))))
 """
-
-
-def zero_the_data(gid, solution, stub):
-    "run_backward's loop replaced by ZERO_THE_DATA."
-    if gid != "solution-run_backward":
-        return solution
-    start = solution.index("        for tensor in topological_order(root):")
-    end = solution.index("function.release()\n") + len("function.release()\n")
-    return solution[:start] + ZERO_THE_DATA + solution[end:]
 
 
 # Given code that once did an exercise's work (a student calls it, or copies its line)
@@ -728,13 +723,13 @@ def make_class(kit, out, grades=None):
         "tom": (OPTIMIZERS, submission(kit, OPTIMIZERS, empty_parameters), 0.0, "was given an array of shape"),
         "vera": (  # only topological_order's visible test needs no run_backward
             AUTOGRAD,
-            submission(kit, AUTOGRAD, empty_leaf_gradients),
+            submission(kit, AUTOGRAD, run_backward_loop(EMPTY_LEAF_GRADIENTS)),
             points_of_tests(AUTOGRAD, {"topological_order"}),
             "",
         ),
         "otto": (
             AUTOGRAD,
-            submission(kit, AUTOGRAD, zero_the_data),
+            submission(kit, AUTOGRAD, run_backward_loop(ZERO_THE_DATA)),
             points_of_tests(AUTOGRAD, {"topological_order"}),
             "",
         ),
