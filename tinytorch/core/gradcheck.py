@@ -55,6 +55,15 @@ class GradcheckError(AssertionError):
     "An analytic gradient disagrees with the numerical one."
 
 
+def _dtype_of(gradient):
+    "The dtype of a gradient: an array's, or what NumPy makes of a list of numbers (of np.float32, say); else None."
+    dtype = getattr(gradient, "dtype", None)
+    try:
+        return dtype if dtype is not None else np.asarray(gradient).dtype
+    except (TypeError, ValueError):
+        return None
+
+
 def check_gradient_shape(label, analytic, shape):
     "Raise GradcheckError unless a gradient arrived with the input's shape; return it as a float64 array."
     if analytic is None:
@@ -62,7 +71,14 @@ def check_gradient_shape(label, analytic, shape):
             f"{label}: no gradient came back. Does the backward rule return a gradient for this input, "
             "and is the input connected to the output?"
         )
-    analytic = np.asarray(analytic.data if isinstance(analytic, Tensor) else analytic, dtype=np.float64)
+    analytic = analytic.data if isinstance(analytic, Tensor) else analytic
+    found = _dtype_of(analytic)
+    if found is not None and np.issubdtype(found, np.complexfloating):
+        raise GradcheckError(
+            f"{label}: the gradient is {np.dtype(found)}: the gradient of a real input is real, of its input's "
+            "dtype. Compute it from grad_output and the saved tensors, in their dtype."
+        )
+    analytic = np.asarray(analytic, dtype=np.float64)
     if analytic.shape != tuple(shape):
         hint = (
             " The gradient was not reduced over the broadcast axes: sum it back to the input's shape (unbroadcast)."
@@ -137,23 +153,9 @@ def options_text(options):
     return ", ".join(f"{key}={shown(value)}" for key, value in options.items())
 
 
-def _dtype_of(gradient):
-    "The dtype of a gradient: an array's, or what NumPy makes of a list of numbers (of np.float32, say); else None."
-    dtype = getattr(gradient, "dtype", None)
-    try:
-        return dtype if dtype is not None else np.asarray(gradient).dtype
-    except (TypeError, ValueError):
-        return None
-
-
 def check_dtype(label, analytic, dtype):
     "Raise GradcheckError unless the gradient has its input's floating dtype (float32 stays float32)."
     found = _dtype_of(analytic.data if isinstance(analytic, Tensor) else analytic)
-    if found is not None and np.issubdtype(found, np.complexfloating):
-        raise GradcheckError(
-            f"{label}: the input is {np.dtype(dtype)} but its gradient is {np.dtype(found)}: the gradient of a real "
-            "input is real, of its input's dtype. Compute it from grad_output and the saved tensors, in their dtype."
-        )
     if found is not None and np.issubdtype(found, np.floating) and found != dtype:
         if np.finfo(found).bits > np.finfo(dtype).bits:
             cause = (
