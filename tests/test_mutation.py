@@ -987,6 +987,37 @@ LATER = [
         "return (scatter_add(grad_output, self.ids, weight.shape),)",
         "return (grad_output.reshape(-1, weight.shape[1]),)",
     ),
+    # from the sixteenth session's student solver: each passed 09's visible tests
+    (
+        "09_nn",
+        "linear",
+        "bias added even when there is none (Linear(W))",
+        "return out + self.bias if self.bias is not None else out",
+        "return out + self.bias",
+    ),
+    (
+        "09_nn",
+        "parameters",
+        "tensors that require no gradient counted",
+        "if isinstance(value, Tensor) and value.requires_grad:",
+        "if isinstance(value, Tensor):",
+    ),
+    (
+        "09_nn",
+        "parameters",
+        "tuples not searched (lists only)",
+        "elif isinstance(value, (list, tuple)):",
+        "elif isinstance(value, list):",
+    ),
+    (
+        "10_optimizers",
+        "adam",
+        "the corrected averages stored back into m and u",
+        "m_hat = self.m[i] / (1 - self.beta1 ** self.t[i])\n        u_hat = self.u[i] / (1 - self.beta2 ** self.t[i])",
+        "m_hat = self.m[i] = self.m[i] / (1 - self.beta1 ** self.t[i])\n"
+        "        u_hat = self.u[i] = self.u[i] / (1 - self.beta2 ** self.t[i])",
+    ),
+    ("10_optimizers", "adam", "every step corrected with t = 1", "self.t[i] += 1", "self.t[i] = 1"),
 ]
 MUTANTS += LATER
 
@@ -1331,6 +1362,7 @@ ONLY_OWN_TESTS = [("11_training", "argmax over the wrong axis (axis 0, the batch
 # A rule graded in pieces (its hidden tests named <rule>_<piece>_hidden): a mutant that gets one piece wrong must keep
 # the points of the other pieces, so partial work earns partial credit.
 KEEPS_POINTS = [
+    ("09_nn", "bias added even when there is none (Linear(W))", ["parameters", "parameters_hidden"]),
     (
         "13_embedding",
         "raw NumPy scatter: the right gradient, as a constant (no second derivative)",
