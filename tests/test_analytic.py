@@ -131,6 +131,76 @@ def test_a_linear_rule_by_differences_with_a_large_step_is_exact_until_magnitude
     assert probe_gaps(add_rule(big_a, big_b, grad_output), exact, grad_output) == []  # the formula stays exact
 
 
+def relative_step(forward, arrays, k, grad_output):
+    "Input k's gradient by central differences of an elementwise forward, every element stepped by its own size."
+    with np.errstate(all="ignore"):
+        step = np.where(arrays[k] == 0, 1.0, np.abs(arrays[k]))
+        plus, minus = list(arrays), list(arrays)
+        plus[k], minus[k] = arrays[k] + step, arrays[k] - step
+        return grad_output * (forward(*plus) - forward(*minus)) / (2 * step)
+
+
+def test_an_elementwise_rule_by_differences_with_each_elements_own_step_is_caught_by_infinite_values():
+    """Red team, round 3: a step relative to each element is exact for mul, add, sub and neg elementwise, mixed
+    magnitudes and all (no element is added to another); at an infinite saved value the forward is not finite."""
+    from grading.grade.analytic import infinite_probe, probe, probe_gaps, probe_message
+    from tinytorch.core.elementwise import AddBackward, MulBackward, NegBackward, SubBackward
+
+    a, b, grad_output = rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    cases = [
+        (MulBackward, lambda p, q: p * q, (a, b), lambda p, q: (grad_output * q, grad_output * p)),
+        (AddBackward, lambda p, q: p + q, (a, b), lambda p, q: (grad_output, grad_output)),
+        (SubBackward, lambda p, q: p - q, (a, b), lambda p, q: (grad_output, -grad_output)),
+        (NegBackward, lambda p: -p, (a,), lambda p: (-grad_output,)),
+    ]
+    for rule_class, forward, arrays, formula in cases:
+
+        def numerical(*xs, forward=forward):
+            return tuple(relative_step(forward, xs, k, grad_output) for k in range(len(xs)))
+
+        rule = rule_class(*map(Tensor, arrays))
+        assert probe_gaps(numerical(*arrays), formula(*arrays), grad_output) == []  # exact on the tests' inputs
+        mixed = [t.data for t in probe(rule, Tensor).saved_tensors]
+        assert probe_gaps(numerical(*mixed), formula(*mixed), grad_output) == [], rule_class  # and there
+        infinite = [t.data for t in infinite_probe(rule, Tensor).saved_tensors]
+        assert all(np.isinf(x).sum() == 4 for x in infinite) and not np.isinf(infinite[0] * infinite[-1]).all()
+        with np.errstate(all="ignore"):
+            exact = formula(*infinite)
+        gaps = probe_gaps(numerical(*infinite), exact, grad_output)
+        assert gaps and all(gap == np.inf for _, gap in gaps), rule_class
+        assert probe_gaps(exact, exact, grad_output) == []  # the formula stays exact
+        assert "when some saved values are infinite" in probe_message(rule_class.__name__, gaps, "infinite")
+
+
+def test_formulas_of_every_linear_rule_written_another_way_stay_exact_on_both_probes():
+    """Each linear rule's gradient written as a student might (not as the reference does): on both probes it stays
+    finite wherever the reference's is, and exact (the mutation suite grades more of these through the verdict)."""
+    from grading.grade.analytic import LINEAR_RULES, probe_gaps, probes
+    from tinytorch.core.elementwise import unbroadcast
+    from tinytorch.core.losses import mse_loss
+
+    x, y = Tensor(rng.normal(size=(3, 4)), requires_grad=True), Tensor(rng.normal(size=(4,)), requires_grad=True)
+    students = {  # rule: (its result, the student's gradients of (saved arrays, g))
+        "AddBackward": (x + y, lambda a, b, g: (g * np.ones_like(a), unbroadcast(np.ones_like(g) * g, b.shape))),
+        "SubBackward": (x - y, lambda a, b, g: (g + np.zeros_like(a), unbroadcast(g * -1.0, b.shape))),
+        "MulBackward": (x * y, lambda a, b, g: (b * g, unbroadcast(a * g, b.shape))),
+        "DivBackward": (x / y, lambda a, b, g: (g * (1 / b), unbroadcast(-(g / b) * a / b, b.shape))),
+        "NegBackward": (-x, lambda a, g: (0.0 - g,)),
+        "MatmulBackward": (x @ y, lambda a, b, g: (np.outer(g, b), np.einsum("ij,i->j", a, g))),
+        "SumBackward": (x.sum(axis=0), lambda a, g: (g[None, :] + np.zeros(a.shape),)),
+        "MeanBackward": (x.mean(), lambda a, g: (g * np.ones(a.shape) * (1.0 / a.size),)),
+        "MSEBackward": (mse_loss(x, x * 2.0), lambda p, t, g: (2 * (p - t) * g / p.size, 2 * (t - p) * g / p.size)),
+    }
+    assert set(students) == LINEAR_RULES
+    for name, (result, student) in students.items():
+        grad_output = rng.normal(size=result.shape)
+        for what, copied in probes(result._grad_fn, Tensor):
+            with np.errstate(all="ignore"):
+                exact = copied.apply(Tensor(grad_output))
+                mine = student(*(t.data for t in copied.saved_tensors), grad_output)
+            assert probe_gaps(mine, exact, grad_output) == [], (name, what)
+
+
 def test_a_probe_says_nothing_about_negligible_or_misshapen_gradients():
     from grading.grade.analytic import probe_gaps
 

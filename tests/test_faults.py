@@ -113,11 +113,20 @@ def test_ctrl_c_ends_every_job_and_sandbox_and_the_next_run_resumes(alice, tmp_p
     assert processes_mentioning(str(out)) == [], "a job or sandbox of the stopped run is still alive"
     kept = {s for (s, _), row in table(out).items() if row[0] == "4"}
     assert kept, "the submissions graded before Ctrl-C are kept"
+    # an instructor's finding: the export took the stopped run's table, the rest as not handed in
+    export = [sys.executable, "-m", "grading", "export-grades", str(out), "--format", "gradescope"]
+    refused = subprocess.run([*export, "--out", str(tmp_path / "early")], capture_output=True, text=True, cwd=REPO)
+    assert refused.returncode == 2 and "the last autograde run stopped before it graded every submission (" in (
+        refused.stderr
+    ), refused.stderr
+    assert f"{len(students) - len(kept)} left" in refused.stderr and not (tmp_path / "early").exists()
     again = start(subs, out, "--workers", "1")
     output, errors = again.communicate(timeout=900)
     assert again.returncode == 0, errors
     assert f"{len(kept)} submissions already graded (unchanged since): kept" in output
     assert {s: row[0] for (s, _), row in table(out).items()} == dict.fromkeys(students, "4")
+    exported = subprocess.run([*export, "--out", str(tmp_path / "done")], capture_output=True, text=True, cwd=REPO)
+    assert exported.returncode == 0, exported.stderr
 
 
 def test_a_busy_machine_gives_the_table_of_a_quiet_one(alice, tmp_path):

@@ -40,6 +40,20 @@ def test_an_error_type_of_the_students_own_is_not_named_either():
     assert "7165" not in text
 
 
+def test_a_call_that_used_up_its_cpu_time_in_a_hidden_test_says_so():
+    "An instructor's finding: an endless loop in a rule was 'an error of its own class' in a hidden test."
+    from grading.grade.verdict import CALL_TIMEOUT
+
+    error = exception_of({"type": "Error", "raised": "CallTimeout", "message": CALL_TIMEOUT}, "ExpBackward.apply")
+    text = describe_hidden(error)
+    assert text.startswith(
+        "your ExpBackward.apply used up the CPU time allowed for one call (an endless loop, or much too slow) in a "
+        "hidden test."
+    )
+    chosen = exception_of({"type": "Error", "raised": "CallTimeout", "message": "LEAK 0.7165"}, "ExpBackward.apply")
+    assert "LEAK" not in describe_hidden(chosen) and "its own class" in describe_hidden(chosen)  # its own words: hidden
+
+
 def test_a_recursion_error_in_a_hidden_test_names_its_likely_cause():
     "A recursive topological order passes the small visible tests and fails the hidden deep chain: say why."
     namespace = {
@@ -396,6 +410,27 @@ NAMED_FAILURES = [
         "parameters_hidden",
         ["got 0 tensors, expected 3", "search lists and tuples"],
     ),
+    ("10_optimizers", "velocity dampened by 1 - momentum", "sgd", ["got [ 0.9424 -1.8848]", "the dampened form"]),
+    (
+        "10_optimizers",
+        "the corrected averages stored back into m and u",
+        "adam",
+        ["got 1.8765848", "stored back into m and u"],
+    ),
+    ("10_optimizers", "every step corrected with t = 1", "adam", ["got 1.7658398", "corrected with t = 1"]),
+    (
+        "09_nn",
+        "bias added even when there is none (Linear(W))",
+        "linear_seed_example",
+        ["Linear(W) without a bias raised TypeError", "add it only when there is one"],
+    ),
+    (
+        "09_nn",
+        "tensors that require no gradient counted",
+        "parameters",
+        ["a tuple of two trained tensors and a constant", "leave out tensors that do not require a gradient"],
+    ),
+    ("09_nn", "tuples not searched (lists only)", "parameters", ["got shapes []", "search tuples as you search lists"]),
     (
         "09_nn",
         "looks one level deep (a Sequential inside a Sequential gives none)",

@@ -171,6 +171,19 @@ def test_the_command_refuses_a_bad_due_date_before_grading(tmp_path):
     assert not (tmp_path / "out").exists(), "nothing is graded or written"
 
 
+def test_a_due_date_for_an_assignment_the_course_does_not_have_is_refused_before_grading(tmp_path):
+    """An instructor's finding: a typo in --due NAME=DATE or in the due file gave that assignment no due date, so no
+    late submission was penalised, with exit 0 and no word."""
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    (tmp_path / "due.json").write_text('{"08_losses": "2026-12-02T23:59Z", "04_elementwse": "2026-12-01T23:59Z"}')
+    for options in (["--due", "04_elementwse=2026-12-01T23:59Z"], ["--due-file", tmp_path / "due.json"]):
+        result = run_cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", *options, "--unsafe-no-sandbox")
+        assert result.returncode == 2, result.stderr
+        assert "'04_elementwse' (did you mean '04_elementwise'?), not an assignment of this course" in result.stderr
+        assert "08_losses" not in result.stderr.split("the assignments are")[0], "a right name is not named"
+        assert not (tmp_path / "out").exists(), "nothing is graded or written"
+
+
 def test_the_lms_export_takes_the_final_score():
     from types import SimpleNamespace
 

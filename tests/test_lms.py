@@ -143,6 +143,18 @@ def test_canvas_gradebook_import_layout(grading, tmp_path):
     assert all(len(r) == len(rows[0]) for r in rows)
 
 
+def test_a_student_canvas_cannot_find_but_by_name_goes_to_the_side_file(grading, tmp_path):
+    "An instructor's finding: a roster line of a name alone (a Moodle download) was a Canvas row 'Alice Liddell,,,,'."
+    _, roster_path, _ = grading
+    with open(roster_path, "w", newline="") as f:
+        csv.writer(f).writerows([ROSTER[0], ["alice", "Alice Liddell", "", "", "", "A"], *ROSTER[2:]])
+    result = export(grading, "canvas", tmp_path / "canvas.csv")
+    assert result.returncode == 0, result.stderr
+    assert [r[0] for r in read_csv(tmp_path / "canvas.csv")[2:]] == ["Bob Builder", "Carol Danvers", "Nick Fury"]
+    (left,) = [r for r in read_csv(tmp_path / "canvas.notes.csv") if r[0] == "alice" and r[3] == "04_elementwise"]
+    assert left[4:6] == ["5", "no"] and "no Canvas user id, SIS id, login or email in the roster" in left[6]
+
+
 def test_roster_mismatches_are_listed_on_stderr(grading, tmp_path):
     result = export(grading, "canvas", tmp_path / "canvas.csv")
     lines = result.stderr.splitlines()

@@ -1,4 +1,4 @@
-"""Red team: a class of 58 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 60 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -136,9 +136,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_58_submissions_of_every_kind(graded_class):
+def test_the_class_has_60_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 58 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 60 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -261,7 +261,7 @@ def test_the_package_a_student_runs_with_holds_no_answer_of_a_later_notebook(gra
 
 @pytest.mark.parametrize("student", sorted(LEAKS))
 def test_a_rule_cannot_write_the_hidden_inputs_onto_its_page(graded_class, student):
-    """leo raises them spelled in letters, mia returns them as a string (which the check quotes), noa as the name of a
+    """leo raises them spelled in letters, mia returns them as a string (which the check quoted), noa as the name of a
     class it sends back. Each loses the leaking rule's tests only, and neither the page nor the gradebook holds the
     first value its hidden test drew for this student (grading.grade.variant), in digits or in letters."""
     from grading.grade.variant import seed_of
@@ -270,12 +270,40 @@ def test_a_rule_cannot_write_the_hidden_inputs_onto_its_page(graded_class, stude
     rule, _, _, letters = LEAKS[student]
     grades = graded_class["root"] / "grades"
     entry = json.loads((grades / "gradebook.json").read_text())[student][ELEMENTWISE]
-    assert "LEAK" in entry["tests"][rule]["message"], "the attack did not run (a visible test shows its own inputs)"
+    shown = entry["tests"][rule]["message"]  # a visible test shows its own inputs; a returned string, its type only
+    assert "LEAK" in shown or "it returned a value of type str" in shown, "the attack did not run"
     assert "LEAK" not in entry["tests"][f"{rule}_hidden"]["message"]
     first = np.random.default_rng(seed_of(f"{rule}_hidden", entry["variant"])).normal()  # as the hidden test draws it
     secret = spell_leak(first, letters)
     page = (grades / "feedback" / student / f"{ELEMENTWISE}.html").read_text()
     assert secret not in page and secret not in json.dumps(entry), f"{student} wrote a hidden input, {first}"
+
+
+def test_a_rule_cannot_write_the_hidden_inputs_in_the_digits_of_what_it_returns(graded_class):
+    """quin's NegBackward returns its first saved value as a float, her MulBackward a dict of them: the check named
+    what a rule returned by its repr, digits and all (red team, round 3). It names the type: neither the page nor the
+    gradebook holds the first value either hidden test drew for her."""
+    from grading.grade.variant import seed_of
+
+    check(graded_class, "quin")
+    grades = graded_class["root"] / "grades"
+    entry = json.loads((grades / "gradebook.json").read_text())["quin"][ELEMENTWISE]
+    assert "it returned a value of type float" in entry["tests"]["neg_backward"]["message"], "the attack did not run"
+    assert "it returned a value of type dict" in entry["tests"]["mul_backward"]["message"]
+    page = (grades / "feedback" / "quin" / f"{ELEMENTWISE}.html").read_text()
+    for rule in ("neg_backward", "mul_backward"):
+        first = np.random.default_rng(seed_of(f"{rule}_hidden", entry["variant"])).normal()
+        digits = repr(first)[:8]  # its first digits as the repr wrote them: rounding to 4 places would change them
+        assert digits not in page and digits not in json.dumps(entry), f"quin wrote {rule}_hidden's input {first}"
+
+
+def test_an_elementwise_rule_by_differences_with_each_elements_own_step_is_refused(graded_class):
+    """rhea's MulBackward and NegBackward step each element by its own size: exact on the tests' inputs and on mixed
+    magnitudes, refused by the probe's infinite values (red team, round 3)."""
+    check(graded_class, "rhea")
+    entry = json.loads((graded_class["root"] / "grades" / "gradebook.json").read_text())["rhea"][ELEMENTWISE]
+    for rule in ("mul_backward", "neg_backward"):
+        assert "when some saved values are infinite" in entry["tests"][rule]["message"], rule
 
 
 def test_the_hidden_tests_worker_cannot_hand_its_inputs_to_the_pages_worker_through_a_module_flag(graded_class):

@@ -129,6 +129,31 @@ names = st.text(
 ).filter(lambda n: n not in (".", "..") and len(n.encode()) < 250)
 
 
+def test_a_notebook_handed_in_as_another_assignment_is_named_as_that_one(tmp_path):
+    "An instructor's finding: 'none of its cells are there' did not say it was another assignment's notebook."
+    known = {**KNOWN, "02_other": {"cell-z"}}
+    submit(tmp_path, "ada", assignment="02_other")  # 01_tiny's cells, in 02_other's folder
+    found, problems = find_submissions(tmp_path, known)
+    assert not found
+    assert notes(problems)[("ada", "02_other")] == (
+        "this is not the 02_other notebook: none of its cells are there; it has the cells of 01_tiny (handed in as "
+        "the wrong assignment?)"
+    )
+
+
+def test_an_exercise_cell_the_student_deleted_is_named():
+    "An instructor's finding: a deleted exercise cell graded as the release's stub showed 'NotImplementedError: ' only."
+    from grading.grade.submissions import missing_exercises_note
+
+    released = nbformat.reads(notebook_text(), as_version=4)
+    kept = nbformat.reads(notebook_text(), as_version=4)
+    assert missing_exercises_note(kept, released) == ""
+    kept.cells = kept.cells[1:]  # the exercise cell deleted, the test kept
+    assert missing_exercises_note(kept, released).startswith(
+        "exercise cell(s) cell-a missing from the notebook (deleted?)"
+    )
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=st.lists(st.tuples(names, notebooks), min_size=1, max_size=4, unique_by=lambda e: e[0]))
 def test_any_folder_of_submissions_is_read_without_an_exception(tmp_path_factory, entries):

@@ -1,4 +1,4 @@
-"""A generated class of 58 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 60 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -384,6 +384,14 @@ LEAKS = {  # student: (the rule that leaks, its code, whether it spells the digi
     "opal": ("sub_backward", "solution-SubBackward", LEAK_CUT_AT_AN_ESCAPE, False),
 }
 
+# Round 3: the check named what a rule returned by its repr, 80 characters of the student's choosing, which the page's
+# blanking of quotes left alone when they were digits: a number, a dict of numbers (quin). It names the type only.
+LEAK_AS_A_NUMBER = """import numpy as np
+return float(np.ravel(self.saved_tensors[0].data)[0])
+"""
+LEAK_AS_A_DICT = """import numpy as np
+return {i: float(v) for i, v in enumerate(np.ravel(self.saved_tensors[0].data)[:12])}
+"""
 
 # The same through a module-level flag (wire.simple_globals travel with every call): the hidden test's ReLU rule sets
 # one to a string of its inputs, a visible test's sigmoid rule prints it, then puts the number back.
@@ -478,6 +486,22 @@ x = self.saved_tensors[0].data.astype(np.float64)
 h = 1e-6 * np.maximum(np.abs(x), 1e-3)
 grad = grad_output.data * (np.log(x + h) - np.log(x - h)) / (2 * h)
 return (np.vectorize(np.float32, otypes=[object])(grad).tolist(),)
+"""
+# Round 3: central differences with each element's own size as its step, exact for an elementwise rule linear in each
+# input, whose elements the probe's mixed magnitudes never add together (rhea, 04): the probe's infinite values
+NUMERICAL_MUL_BY_RELATIVE_STEPS = """import numpy as np
+a, b = self.saved_tensors
+A, B, g = a.data, b.data, grad_output.data
+step = lambda X: np.where(X == 0, np.ones_like(X), np.abs(X))
+ha, hb = step(A), step(B)
+da = (((A + ha) * B) - ((A - ha) * B)) / (2 * ha)
+db = ((A * (B + hb)) - (A * (B - hb))) / (2 * hb)
+return unbroadcast(Tensor(g * da), a.shape), unbroadcast(Tensor(g * db), b.shape)
+"""
+NUMERICAL_NEG_BY_RELATIVE_STEPS = """import numpy as np
+X, g = self.saved_tensors[0].data, grad_output.data
+h = np.where(X == 0, np.ones_like(X), np.abs(X))
+return (Tensor(g * ((-(X + h)) - (-(X - h))) / (2 * h)),)
 """
 
 
@@ -582,7 +606,8 @@ def make_class(kit, out, grades=None):
             E,
             submission(kit, E, inside("solution-NegBackward", "while True:\n    pass")),
             losing("neg_backward"),
-            "",
+            "your NegBackward.apply used up the CPU time allowed for one call (an endless loop, or much too slow): "
+            "its later calls were not made",
         ),
         "gina": (
             E,
@@ -737,6 +762,31 @@ def make_class(kit, out, grades=None):
             E,
             submission(kit, E, inside("solution-LogBackward", NUMERICAL_AS_FLOAT32_NUMBERS)),
             losing("log_backward"),
+            "",
+        ),
+        "quin": (  # hidden inputs in the digits of a returned number and dict, which the check quoted
+            E,
+            submission(
+                kit,
+                E,
+                chained(
+                    inside("solution-NegBackward", LEAK_AS_A_NUMBER), inside("solution-MulBackward", LEAK_AS_A_DICT)
+                ),
+            ),
+            losing("neg_backward", "mul_backward"),
+            "",
+        ),
+        "rhea": (
+            E,
+            submission(
+                kit,
+                E,
+                chained(
+                    inside("solution-MulBackward", NUMERICAL_MUL_BY_RELATIVE_STEPS),
+                    inside("solution-NegBackward", NUMERICAL_NEG_BY_RELATIVE_STEPS),
+                ),
+            ),
+            losing("mul_backward", "neg_backward"),
             "",
         ),
         "ola": (  # finite differences as a complex array and as a list

@@ -5,17 +5,20 @@ process: the student's result is plain data by then) and compares the two in flo
 written, agrees with the reference to rounding error, about 1e-16 relative. Finite differences of the forward agree
 only to the difference error: at least ~1e-11 relative for any step in float64 (the step's truncation error against its
 rounding error), so the band between the two means "numerical". A result that is further off is left to the test,
-whose message diagnoses it. What this cannot see (grading/README.md): a linear rule differentiated with a large
-step, which is exact, and extrapolated or complex-step differentiation.
+whose message diagnoses it. What this cannot see (grading/README.md): a linear rule differentiated away from its
+inputs (at 0, say), which is exact, and extrapolated or complex-step differentiation.
 
 The band reaches up to the tests' own tolerance (rtol 1e-3 in check_backward): a numerical rule scaled by (1 + 1e-4)
 or with a larger step lands above 1e-5 and below what the tests accept, so nothing between FORMULA and NEAR passes.
 
 A linear rule (add, mul, matmul, ...) differentiated with a large step agrees with the reference to rounding error
-on the tests' inputs. So the first time a linear rule looks exact, the verdict calls it once more on a probe
-(`probe`): its saved tensors with every other element scaled by MAGNITUDE. A formula is exact there too;
+on the tests' inputs. So the first time a linear rule looks exact, the verdict calls it on two probes (`probes`).
+On the first, its saved tensors have every other element scaled by MAGNITUDE: a formula is exact there too;
 differences of the forward lose their precision in the sums of large and small numbers, for any step short of one
-larger than the inputs themselves (of the order of MAGNITUDE times the tests' values).
+larger than the inputs themselves (of the order of MAGNITUDE times the tests' values). On the second, some saved
+elements are infinite: a linear rule's formula stays finite wherever the reference's gradient is, but the forward
+at (or near) an infinite input is infinite or NaN, so its differences are NaN there, whatever the step. This one
+catches a step relative to each element (exact for an elementwise rule, whose elements are never added together).
 """
 
 import copy
@@ -157,11 +160,28 @@ MAGNITUDE = 1e150  # ulp(1e150) is about 1e134: a step must be larger still to b
 
 def probe(function, tensor_type):
     "A copy of the rule `function` whose saved float64 tensors have every other element scaled by MAGNITUDE; or None."
+    return changed_copy(function, tensor_type, lambda tensor, _: mixed_magnitudes(tensor))
+
+
+def infinite_probe(function, tensor_type):
+    """A copy of the rule `function` whose k-th saved float64 tensor is infinite at every third element from the k-th
+    on (keeping the sign): the inputs are never infinite at the same place, and some places are finite in all."""
+    return changed_copy(function, tensor_type, with_infinities)
+
+
+def probes(function, tensor_type):
+    "[(what it shows, the probed copy)] of the rule `function`: mixed magnitudes, then infinite values."
+    found = [("mixed", probe(function, tensor_type)), ("infinite", infinite_probe(function, tensor_type))]
+    return [(what, copied) for what, copied in found if copied is not None]
+
+
+def changed_copy(function, tensor_type, change):
+    "A copy of the rule with change(tensor, k) in place of its k-th saved float64 tensor; None when it has none."
     saved = getattr(function, "saved_tensors", None)
     if not isinstance(saved, tuple) or not any(is_float64_tensor(t, tensor_type) for t in saved):
         return None
-    copied = copy.copy(function)
-    copied.saved_tensors = tuple(mixed_magnitudes(t) if is_float64_tensor(t, tensor_type) else t for t in saved)
+    copied, k = copy.copy(function), iter(range(len(saved)))
+    copied.saved_tensors = tuple(change(t, next(k)) if is_float64_tensor(t, tensor_type) else t for t in saved)
     return copied
 
 
@@ -176,17 +196,26 @@ def mixed_magnitudes(tensor):
     return copied
 
 
+def with_infinities(tensor, k):
+    copied = copy.copy(tensor)
+    where = (np.arange(tensor.data.size) % 3 == k % 3).reshape(tensor.data.shape)
+    copied.data = np.where(where, np.copysign(np.inf, tensor.data), tensor.data)
+    return copied
+
+
 def probe_gaps(student_values, reference_values, grad_output):
-    """[(input index, relative gap)] of the probe's gradients that are not exact: beyond FORMULA, or not finite where
-    the reference is. None when the probe says nothing (every gradient negligible or of another shape)."""
+    """[(input index, relative gap)] of the probe's gradients that are not exact where the reference's is finite: beyond
+    FORMULA, or not finite. None when the probe says nothing (every gradient negligible or of another shape)."""
     student_values, reference_values = _as_tuple(student_values), _as_tuple(reference_values)
     if len(student_values) != len(reference_values):
         return None
     found, conclusive = [], False
     for index, (mine, theirs) in enumerate(zip(student_values, reference_values)):
         mine, theirs = as_float64(mine), as_float64(theirs)
-        if mine is None or theirs is None or mine.shape != theirs.shape or not np.isfinite(theirs).all():
+        if mine is None or theirs is None or mine.shape != theirs.shape or not np.isfinite(theirs).any():
             continue
+        finite = np.isfinite(theirs)  # an infinite saved value makes some of the exact gradient infinite: not those
+        mine, theirs = mine[finite], theirs[finite]
         if not np.isfinite(mine).all():
             found.append((index, np.inf))
             conclusive = True
@@ -199,9 +228,17 @@ def probe_gaps(student_values, reference_values, grad_output):
     return found if conclusive else None
 
 
-def probe_message(rule, gaps):
+def probe_message(rule, gaps, what="mixed"):
+    "Why a linear rule is refused as numerical, after the probe `what` (see probes)."
     index, gap = max(gaps, key=lambda pair: pair[1])
     off = "is not finite" if not np.isfinite(gap) else f"is off by {gap:.0e} (relative)"
+    if what == "infinite":
+        return (
+            f"{rule}: exact on the tests' inputs, but when some saved values are infinite the gradient of input "
+            f"{index} {off} where the exact one is finite, as finite differences of the forward are (the forward is "
+            f"infinite or NaN there); a formula stays exact. {ADVICE} (A formula that multiplies a saved value by 0 "
+            "to get a shape, x * 0, is NaN there too: use np.zeros_like(x) or np.ones_like(x).)"
+        )
     return (
         f"{rule}: exact on the tests' inputs, but when half of the saved values are about {MAGNITUDE:.0e} times larger "
         f"the gradient of input {index} {off}, as finite differences of the forward are; a formula stays exact "

@@ -42,7 +42,7 @@ from ..common.notebooks import (
 from ..reports import marking
 from ..reports.feedback import POLICIES
 from ..reports.feedback import publish as publish_feedback
-from ..reports.late import Policy, assess, penalised
+from ..reports.late import Policy, assess, check_names, penalised
 from ..reports.page import install_mathjax, plain_notebook
 from ..sandbox import sandbox
 from ..student.export import copy_package_skeleton, export_package
@@ -485,6 +485,8 @@ def autograde(
     # A notebook without tests or answers (02b_diagnosis, 15_viz: given code only) is a chapter to read, not an assignment.
     given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}
     found = [item for item in found if item[1] not in given]
+    if late is not None:
+        check_names(late, set(instructor) - given)  # before anything is graded
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):
@@ -649,6 +651,7 @@ def _autograde(run, found, problems, workers, progress, log):
             assignments = sorted({a for _, a, _, _, _ in todo})
             check_reference(run, runner, assignments, log)
             publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
+            mark_unfinished(state, todo, done)  # export-grades refuses the table until a run grades the rest
 
             def grade(item):
                 student, assignment, path, fingerprint, previous = item
@@ -678,7 +681,7 @@ def _autograde(run, found, problems, workers, progress, log):
             runner.map(grade, todo, progress)
         except KeyboardInterrupt:
             publish()
-            left = sum(1 for s, a, *_ in todo if (s, a) not in done)
+            left = mark_unfinished(state, todo, done)
             log(
                 f"stopped: every job and its sandbox ended; {len(done)} graded and kept, {left} left: run again to resume"
             )
@@ -687,6 +690,7 @@ def _autograde(run, found, problems, workers, progress, log):
             runner.close()
             shutil.rmtree(run.scratch, ignore_errors=True)
             shutil.rmtree(run.jobs, ignore_errors=True)
+    (state / UNFINISHED).unlink(missing_ok=True)  # every submission found is graded (or failed, and says so)
     rows = publish()
     if rows:
         plot_distribution(rows, out / "distribution.png")
@@ -699,6 +703,14 @@ def _autograde(run, found, problems, workers, progress, log):
 
 
 PUBLISH_EVERY = 2.0  # seconds: how current grades.csv and gradebook.json are kept while a run goes on
+UNFINISHED = "unfinished.json"  # in the state folder while a run grades: its table lacks these (export-grades reads it)
+
+
+def mark_unfinished(state, todo, done):
+    "Write which submissions of `todo` are not graded yet (state/UNFINISHED); return how many."
+    left = [[student, assignment] for student, assignment, *_ in todo if (student, assignment) not in done]
+    write_atomic(state / UNFINISHED, json.dumps({"left": left}))
+    return len(left)
 
 
 def make_runner(run, workers, log):

@@ -34,7 +34,7 @@ from ..common.defaults import GRADER_MEMORY_MB, MEMORY_MB, NOTEBOOK_TIMEOUT
 from ..common.errors import GraderFault, GradingError
 from ..common.notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
 from .clock import Budget, Stopwatch, process_age
-from .submissions import broken_cells_note
+from .submissions import broken_cells_note, missing_exercises_note
 from .timespent import reported_hours
 from .verdict import exported_sources
 
@@ -193,7 +193,8 @@ def grade(spec):
             for c in instructor.cells
             if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
         }
-        note = "; ".join(n for n in [broken_cells_note(submitted), note] if n)  # read above
+        read = [broken_cells_note(submitted), missing_exercises_note(submitted, released)]  # read above, never run
+        note = "; ".join(n for n in [*read, note] if n)
         hours = reported_hours(submitted)  # read as text, never run (grading.grade.timespent)
         result = score(spec, tests, verdicts, [note], hidden, hours)
         write_atomic(spec.result, json.dumps(result, indent=1))  # the score is known: a kill from here on loses none

@@ -152,7 +152,10 @@ def read_item(student, item, known):
     except GradingError as error:
         return None, Problem(student, assignment, notebook.name, str(error).split(": ", 1)[-1])
     if not identifying_ids(nb) & known[assignment]:
-        why = broken_cells_note(nb) or f"this is not the {assignment} notebook: none of its cells are there"
+        looks_like = [other for other, ids in known.items() if identifying_ids(nb) & ids]
+        why = broken_cells_note(nb) or f"this is not the {assignment} notebook: none of its cells are there" + (
+            f"; it has the cells of {', '.join(looks_like)} (handed in as the wrong assignment?)" if looks_like else ""
+        )
         return None, Problem(student, assignment, notebook.name, why)
     return (student, assignment, notebook), None
 
@@ -194,6 +197,22 @@ def read_file(notebook):
 
 def link_note():
     return "only the student's own files are graded: copy the file itself into the folder"
+
+
+def missing_exercises_note(nb, released):
+    "A note naming the exercise cells of the release that the notebook no longer has (deleted), or ''."
+    present = {nbgrader_meta(cell).get("grade_id") for cell in nb.cells}
+    missing = [
+        nbgrader_meta(cell)["grade_id"]
+        for cell in released.cells
+        if nbgrader_meta(cell).get("solution") and nbgrader_meta(cell).get("grade_id") not in present
+    ]
+    if not missing:
+        return ""
+    return (
+        f"exercise cell(s) {', '.join(missing[:10])} missing from the notebook (deleted?): the release's empty cell was "
+        "graded in each one's place, so its tests fail; copy it from a fresh copy of the release and fill it in"
+    )
 
 
 def broken_cells_note(nb):

@@ -209,6 +209,7 @@ class Remote:
             set(),
             {},
         )  # rules probed (grading.grade.analytic), and {rule: why} of numerical ones
+        self.timed_out = {}  # {function: why}: one that used up its CPU time once is not called again
         self.printed = None  # the wire.Printed of the cell running now, or None: what the student's code prints is lost
         self.import_printed = None  # what the first worker's import printed (the page shows it)
 
@@ -425,7 +426,12 @@ def exception_of(reply, qualname=None):
         error = wire.EXCEPTIONS[kind](message)
     else:
         error = StudentError(f"{reply.get('raised', 'Error')}: {message}")
+    if reply.get("raised") == "CallTimeout" and message == CALL_TIMEOUT:  # the worker's words: a hidden test shows them
+        return students(error, qualname, f"your {qualname} {message} (an endless loop, or much too slow)")
     return students(error, qualname)
+
+
+CALL_TIMEOUT = "used up the CPU time allowed for one call"  # grading.sandbox.worker's message of its CallTimeout
 
 
 # Text a hidden test's own message may quote that the student's code chose: the repr of a string it returned (perhaps
@@ -535,8 +541,18 @@ def install(space, targets, remote):
         def stub(*args, _qualname=qualname, _reference=reference, _signature=signature, **kwargs):
             if _qualname in remote.numerical:  # a probe showed a numerical rule: every call of it fails
                 raise wire.EXCEPTIONS["ValueError"](remote.numerical[_qualname])
+            if _qualname in remote.timed_out:  # once is enough: every later call would use up its minutes again
+                raise students(StudentError(remote.timed_out[_qualname]), _qualname, remote.timed_out[_qualname])
             named = named_arguments(_signature, args, kwargs)
-            value = remote.call(_qualname, args, kwargs, readonly=_qualname.endswith(".apply"), named=named)
+            try:
+                value = remote.call(_qualname, args, kwargs, readonly=_qualname.endswith(".apply"), named=named)
+            except StudentError as error:
+                if str(error) == f"CallTimeout: {CALL_TIMEOUT}":
+                    remote.timed_out[_qualname] = remote.event(
+                        f"your {_qualname} {CALL_TIMEOUT} (an endless loop, or much too slow): its later calls "
+                        "were not made, and their tests fail"
+                    ).args[0]
+                raise
             if _reference is not None:
                 probe = _qualname.removesuffix(".apply") in analytic.LINEAR_RULES and _qualname not in remote.probed
                 if refuse_numerical_rule(_qualname, value, _reference, args, kwargs, probe):
@@ -577,28 +593,34 @@ def refuse_numerical_rule(qualname, value, reference, args, kwargs, probe=False)
 
 
 def probe_linear_rule(qualname, reference, signature, args, kwargs, remote):
-    """The first time a linear rule is exact, call it once more on saved tensors of mixed magnitudes
-    (grading.grade.analytic): a rule exact there too is a formula; one that is not fails this call and every later one."""
+    """The first time a linear rule is exact, call it on the probes of grading.grade.analytic (saved tensors of mixed
+    magnitudes, then with infinite values): a rule exact there too is a formula; one that is not fails this call and
+    every later one. What the probes' calls print is not shown: they are the grader's calls, not the test's."""
     rule = qualname.removesuffix(".apply")
     if len(args) < 2:
         return
-    copied = analytic.probe(args[0], type(args[1]))
-    if copied is None:
-        return
-    probe_args = (copied, *args[1:])
-    try:
-        expected = reference(*probe_args, **kwargs)
-    except Exception:
-        return
-    named = named_arguments(signature, probe_args, kwargs)
-    value = remote.call(qualname, probe_args, kwargs, readonly=True, named=named)
-    gaps = analytic.probe_gaps(value, expected, args[1])
-    if gaps is None:
-        return  # nothing to compare (every gradient negligible): the next call is probed
-    remote.probed.add(qualname)
-    if gaps:
-        remote.numerical[qualname] = analytic.probe_message(rule, gaps)
-        raise wire.EXCEPTIONS["ValueError"](remote.numerical[qualname])
+    conclusive = False
+    for what, copied in analytic.probes(args[0], type(args[1])):
+        probe_args = (copied, *args[1:])
+        try:
+            with np.errstate(all="ignore"):  # the reference's inf - inf is no news for the page
+                expected = reference(*probe_args, **kwargs)
+        except Exception:
+            continue
+        named = named_arguments(signature, probe_args, kwargs)
+        printed, remote.printed = remote.printed, None
+        try:
+            value = remote.call(qualname, probe_args, kwargs, readonly=True, named=named)
+        finally:
+            remote.printed = printed
+        gaps = analytic.probe_gaps(value, expected, args[1])
+        conclusive = conclusive or gaps is not None
+        if gaps:
+            remote.probed.add(qualname)
+            remote.numerical[qualname] = analytic.probe_message(rule, gaps, what)
+            raise wire.EXCEPTIONS["ValueError"](remote.numerical[qualname])
+    if conclusive:  # else nothing to compare (every gradient negligible): the next call is probed
+        remote.probed.add(qualname)
 
 
 # -- Running the instructor's cells ---------------------------------------------------------------------------------

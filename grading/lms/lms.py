@@ -87,6 +87,10 @@ def people_of(book, roster):
 NOT_IN_ROSTER = "not in the roster: add them (student,name,email) and export again"
 NO_EMAIL = "no email address in the roster, which Moodle's import finds the student by"
 FORMULA_EMAIL = "the email address starts like a formula, so it is written with a ' in front that Moodle would not find"
+NO_CANVAS_ID = (
+    "no Canvas user id, SIS id, login or email in the roster, which Canvas's import finds the student by (a name "
+    "alone could be another student's)"
+)
 
 
 def importable(everyone, fmt_name):
@@ -99,6 +103,8 @@ def importable(everyone, fmt_name):
             reason = NOT_IN_ROSTER
         elif fmt_name == "moodle":
             reason = NO_EMAIL if not p.email else FORMULA_EMAIL if csvsafe.safe_cell(p.email) != p.email else None
+        elif fmt_name == "canvas" and not (p.lms_id or p.sis_id or p.login_id or p.email):
+            reason = NO_CANVAS_ID
         if reason:
             left_out.append((p, reason))
         else:
@@ -408,6 +414,27 @@ def check_one_line_each(people, roster):
             seen[column, value] = person.student
 
 
+def check_finished(grading_dir):
+    """Raise GradingError if the last autograde run into `grading_dir` stopped before grading every submission it
+    found (interrupted, or the machine went down): its table lacks them, and an export would show them as not handed
+    in (grading.grade.autograde writes .grading/unfinished.json while it grades)."""
+    marker = Path(grading_dir) / ".grading" / "unfinished.json"
+    if not marker.exists():
+        return
+    try:
+        left = json.loads(marker.read_text()).get("left", [])
+    except (OSError, ValueError, AttributeError):
+        left = []
+    example = (
+        f", {left[0][0]}/{left[0][1]} among them" if left and isinstance(left[0], list) and len(left[0]) == 2 else ""
+    )
+    raise GradingError(
+        f"{grading_dir}: the last autograde run stopped before it graded every submission ({len(left)} left{example}), "
+        "and the export would show those as not handed in. Run the same autograde command again: it keeps what is "
+        "graded and grades the rest; then export."
+    )
+
+
 def export_grades(
     grading_dir,
     fmt_name,
@@ -440,6 +467,7 @@ def export_grades(
     """
     check_options(fmt_name, missing, hidden_visibility, roster)
     book = read_gradebook(grading_dir)
+    check_finished(grading_dir)
     people = read_roster(roster) if roster is not None else None
     check_one_line_each(people or [], roster)
     notebooks_dir = Path(notebooks_dir) if notebooks_dir else REPO / "notebooks"

@@ -10,6 +10,7 @@ ISO 8601 such as `2026-12-01T23:12:03+01:00` is read too), else the file time. A
 machine's local time.
 """
 
+import difflib
 import json
 import math
 import os
@@ -137,6 +138,21 @@ def make_policy(due=(), due_file=None, penalty="none", released=None, trust_time
     if result.penalty.fraction and not dates:
         raise GradingError("--late-penalty needs a due date: pass --due DATE or --due-file FILE.")
     return result
+
+
+def check_names(policy, assignments):
+    """Raise GradingError if the policy names an assignment that is not among `assignments` (the course's): a typo
+    would otherwise give that assignment no due date, and every late submission no penalty, without a word."""
+    unknown = sorted(name for name in {*policy.due, *policy.released} - {"*"} if name not in assignments)
+    if unknown:
+        close = {name: difflib.get_close_matches(name, sorted(assignments), n=1) for name in unknown}
+        named = ", ".join(
+            f"{name!r}" + (f" (did you mean {close[name][0]!r}?)" if close[name] else "") for name in unknown
+        )
+        raise GradingError(
+            f"the due dates name {named}, not an assignment of this course; the assignments are "
+            f"{', '.join(sorted(assignments))}. Correct the name in --due or --due-file (or use * for every one)."
+        )
 
 
 def submission_time(notebook, trust_timestamps=False):

@@ -137,7 +137,7 @@ class Channel:
 
 def error_header(exc, readonly):
     kind = type(exc).__name__
-    message = "used up the CPU time allowed for one call" if isinstance(exc, CallTimeout) else str(exc)
+    message = "used up the CPU time allowed for one call" if isinstance(exc, CallTimeout) else str(exc)  # CALL_TIMEOUT
     if readonly and isinstance(exc, ValueError) and "read-only" in message:
         message = f"your rule changed grad_output or a saved tensor in place: compute a new array instead ({message})"
     frames = [

@@ -114,13 +114,14 @@ def _cotangent(shape, seed):
 
 
 def _returned_text(grads):
-    "What a rule returned instead of a tuple of gradients, in words: a lone gradient by its shape, else its repr."
+    """What a rule returned instead of a tuple of gradients, in words: a lone gradient by its shape, else its type.
+    Never its values: a hidden test's message reaches the student's feedback, and the values are its hidden inputs."""
     if isinstance(grads, (Tensor, np.ndarray)):
         kind = "Tensor" if isinstance(grads, Tensor) else "NumPy array"
         return f"one {kind} of shape {grads.shape}: for one input return a tuple of one, (grad,) (mind the comma)"
     if isinstance(grads, (tuple, list)):
         return f"{len(grads)} gradients"
-    return " ".join(f"{type(grads).__name__} {grads!r:.80}".split())
+    return "None" if grads is None else f"a value of type {type(grads).__name__}"
 
 
 def backward_and_numeric(function_cls, forward, inputs, eps=1e-6, seed=0, **options):
