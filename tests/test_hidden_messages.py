@@ -4,6 +4,8 @@ whose numbers could be spelled in letters), what it sent back and the grader can
 named after the inputs), and the test's own message is shown with quoted text blanked (a check quotes what a rule
 returned: a string of the inputs). A visible test's messages stay whole: their inputs are the student's to see."""
 
+import sys
+
 import pytest
 
 from grading.grade.verdict import StudentError, describe_hidden, exception_of, run_cell, students
@@ -52,6 +54,30 @@ def test_a_call_that_used_up_its_cpu_time_in_a_hidden_test_says_so():
     )
     chosen = exception_of({"type": "Error", "raised": "CallTimeout", "message": "LEAK 0.7165"}, "ExpBackward.apply")
     assert "LEAK" not in describe_hidden(chosen) and "its own class" in describe_hidden(chosen)  # its own words: hidden
+
+
+def test_an_exercise_whose_cell_did_not_run_is_named_as_not_defined():
+    """An instructor's finding: with a syntax error in DivBackward's cell, its tests said "AttributeError: module
+    'tinytorch.core.elementwise' has no attribute 'DivBackward'"; the worker's words now say why, and a hidden test
+    shows them (they are the worker's, checked word for word: a message the student's code wrote stays hidden)."""
+    import types
+
+    from grading.grade.verdict import NOT_DEFINED
+    from grading.sandbox import worker
+
+    assert worker.not_defined("DivBackward") == NOT_DEFINED.format(name="DivBackward")
+    module = types.ModuleType("tinytorch.core.fake_elementwise")
+    sys.modules[module.__name__] = module
+    try:
+        with pytest.raises(AttributeError, match="DivBackward is not defined: the cell that defines it did not run"):
+            worker.target_of(module.__name__, "DivBackward.apply")
+    finally:
+        del sys.modules[module.__name__]
+    reply = {"type": "AttributeError", "raised": "AttributeError", "message": worker.not_defined("DivBackward")}
+    text = describe_hidden(exception_of(reply, "DivBackward.apply"))
+    assert text.startswith("DivBackward is not defined in your module: the cell that defines it did not run in a")
+    forged = dict(reply, message=worker.not_defined("LEAK_0_7165"))
+    assert "LEAK" not in describe_hidden(exception_of(forged, "DivBackward.apply"))
 
 
 def test_a_recursion_error_in_a_hidden_test_names_its_likely_cause():

@@ -428,10 +428,16 @@ def exception_of(reply, qualname=None):
         error = StudentError(f"{reply.get('raised', 'Error')}: {message}")
     if reply.get("raised") == "CallTimeout" and message == CALL_TIMEOUT:  # the worker's words: a hidden test shows them
         return students(error, qualname, f"your {qualname} {message} (an endless loop, or much too slow)")
+    if qualname and message == NOT_DEFINED.format(name=qualname.split(".")[0]):
+        name = qualname.split(".")[0]
+        return students(error, qualname, f"{name} is not defined in your module: the cell that defines it did not run")
     return students(error, qualname)
 
 
 CALL_TIMEOUT = "used up the CPU time allowed for one call"  # grading.sandbox.worker's message of its CallTimeout
+NOT_DEFINED = (
+    "{name} is not defined: the cell that defines it did not run (the grade's note names its error)"  # worker's
+)
 
 
 # Text a hidden test's own message may quote that the student's code chose: the repr of a string it returned (perhaps
