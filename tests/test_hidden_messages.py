@@ -44,9 +44,7 @@ def test_an_error_type_of_the_students_own_is_not_named_either():
 
 def test_a_call_that_used_up_its_cpu_time_in_a_hidden_test_says_so():
     "An instructor's finding: an endless loop in a rule was 'an error of its own class' in a hidden test."
-    from grading.grade.verdict import CALL_TIMEOUT
-
-    error = exception_of({"type": "Error", "raised": "CallTimeout", "message": CALL_TIMEOUT}, "ExpBackward.apply")
+    error = exception_of({"type": "Error", "raised": "CallTimeout", "message": wire.CALL_TIMEOUT}, "ExpBackward.apply")
     text = describe_hidden(error)
     assert text.startswith(
         "your ExpBackward.apply used up the CPU time allowed for one call (an endless loop, or much too slow) in a "
@@ -62,10 +60,8 @@ def test_an_exercise_whose_cell_did_not_run_is_named_as_not_defined():
     shows them (they are the worker's, checked word for word: a message the student's code wrote stays hidden)."""
     import types
 
-    from grading.grade.verdict import NOT_DEFINED
     from grading.sandbox import worker
 
-    assert worker.not_defined("DivBackward") == NOT_DEFINED.format(name="DivBackward")
     module = types.ModuleType("tinytorch.core.fake_elementwise")
     sys.modules[module.__name__] = module
     try:
@@ -73,10 +69,10 @@ def test_an_exercise_whose_cell_did_not_run_is_named_as_not_defined():
             worker.target_of(module.__name__, "DivBackward.apply")
     finally:
         del sys.modules[module.__name__]
-    reply = {"type": "AttributeError", "raised": "AttributeError", "message": worker.not_defined("DivBackward")}
+    reply = {"type": "AttributeError", "raised": "AttributeError", "message": wire.not_defined("DivBackward")}
     text = describe_hidden(exception_of(reply, "DivBackward.apply"))
     assert text.startswith("DivBackward is not defined in your module: the cell that defines it did not run in a")
-    forged = dict(reply, message=worker.not_defined("LEAK_0_7165"))
+    forged = dict(reply, message=wire.not_defined("LEAK_0_7165"))
     assert "LEAK" not in describe_hidden(exception_of(forged, "DivBackward.apply"))
 
 

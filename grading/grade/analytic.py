@@ -180,8 +180,13 @@ def changed_copy(function, tensor_type, change):
     saved = getattr(function, "saved_tensors", None)
     if not isinstance(saved, tuple) or not any(is_float64_tensor(t, tensor_type) for t in saved):
         return None
-    copied, k = copy.copy(function), iter(range(len(saved)))
-    copied.saved_tensors = tuple(change(t, next(k)) if is_float64_tensor(t, tensor_type) else t for t in saved)
+    changed, k = [], 0
+    for tensor in saved:
+        if is_float64_tensor(tensor, tensor_type):
+            tensor, k = change(tensor, k), k + 1
+        changed.append(tensor)
+    copied = copy.copy(function)
+    copied.saved_tensors = tuple(changed)
     return copied
 
 

@@ -151,8 +151,9 @@ def read_item(student, item, known):
         nb = parse_notebook(text, notebook)
     except GradingError as error:
         return None, Problem(student, assignment, notebook.name, str(error).split(": ", 1)[-1])
-    if not identifying_ids(nb) & known[assignment]:
-        looks_like = [other for other, ids in known.items() if identifying_ids(nb) & ids]
+    ids = identifying_ids(nb)
+    if not ids & known[assignment]:
+        looks_like = [other for other, theirs in known.items() if ids & theirs]
         why = broken_cells_note(nb) or f"this is not the {assignment} notebook: none of its cells are there" + (
             f"; it has the cells of {', '.join(looks_like)} (handed in as the wrong assignment?)" if looks_like else ""
         )

@@ -427,18 +427,17 @@ def exception_of(reply, qualname=None):
         error = wire.EXCEPTIONS[kind](message)
     else:
         error = StudentError(f"{reply.get('raised', 'Error')}: {message}")
-    if reply.get("raised") == "CallTimeout" and message == CALL_TIMEOUT:  # the worker's words: a hidden test shows them
-        return students(error, qualname, f"your {qualname} {message} (an endless loop, or much too slow)")
-    if qualname and message == NOT_DEFINED.format(name=qualname.split(".")[0]):
-        name = qualname.split(".")[0]
+    # the worker's own words (grading.sandbox.wire), checked word for word: a hidden test may show them
+    if reply.get("raised") == "CallTimeout" and message == wire.CALL_TIMEOUT:
+        return students(error, qualname, timed_out_text(qualname))
+    name = (qualname or "").split(".")[0]
+    if name and message == wire.not_defined(name):
         return students(error, qualname, f"{name} is not defined in your module: the cell that defines it did not run")
     return students(error, qualname)
 
 
-CALL_TIMEOUT = "used up the CPU time allowed for one call"  # grading.sandbox.worker's message of its CallTimeout
-NOT_DEFINED = (
-    "{name} is not defined: the cell that defines it did not run (the grade's note names its error)"  # worker's
-)
+def timed_out_text(qualname):
+    return f"your {qualname} {wire.CALL_TIMEOUT} (an endless loop, or much too slow)"
 
 
 # Text a hidden test's own message may quote that the student's code chose: the repr of a string it returned (perhaps
@@ -554,11 +553,9 @@ def install(space, targets, remote):
             try:
                 value = remote.call(_qualname, args, kwargs, readonly=_qualname.endswith(".apply"), named=named)
             except StudentError as error:
-                if str(error) == f"CallTimeout: {CALL_TIMEOUT}":
-                    remote.timed_out[_qualname] = remote.event(
-                        f"your {_qualname} {CALL_TIMEOUT} (an endless loop, or much too slow): its later calls "
-                        "were not made, and their tests fail"
-                    ).args[0]
+                if str(error) == f"CallTimeout: {wire.CALL_TIMEOUT}":
+                    why = f"{timed_out_text(_qualname)}: its later calls were not made, and their tests fail"
+                    remote.timed_out[_qualname] = remote.event(why).args[0]
                 raise
             if _reference is not None:
                 probe = _qualname.removesuffix(".apply") in analytic.LINEAR_RULES and _qualname not in remote.probed

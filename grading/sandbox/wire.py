@@ -49,6 +49,15 @@ class WireError(Exception):
     "A message that is not plain data of the expected form, or a value that cannot be sent."
 
 
+# Two of the worker's own messages, which the grader knows word for word (a hidden test shows them, and no other text
+# of the student's process): a call stopped at its CPU limit, and an exercise its module lacks.
+CALL_TIMEOUT = "used up the CPU time allowed for one call"
+
+
+def not_defined(name):
+    return f"{name} is not defined: the cell that defines it did not run (the grade's note names its error)"
+
+
 # -- Framing ---------------------------------------------------------------------------------------------------------
 
 
