@@ -29,6 +29,7 @@ from ..common import csvsafe
 from ..common.answers import solved
 from ..common.defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from ..common.errors import GradingError
+from ..common.layout import UNFINISHED, state_folder
 from ..common.notebooks import (
     REPO,
     course_notebooks,
@@ -493,7 +494,7 @@ def autograde(
         policies = Policies(variant_secret(out, secret_file, log), feedback, late or Policy(), now, held_out)
         run = Run(
             out,
-            out / ".grading",
+            state_folder(out),
             notebooks,
             instructor,
             isolation == "bwrap",
@@ -703,7 +704,6 @@ def _autograde(run, found, problems, workers, progress, log):
 
 
 PUBLISH_EVERY = 2.0  # seconds: how current grades.csv and gradebook.json are kept while a run goes on
-UNFINISHED = "unfinished.json"  # in the state folder while a run grades: its table lacks these (export-grades reads it)
 
 
 def mark_unfinished(state, todo, done):

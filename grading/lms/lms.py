@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ..common import csvsafe
 from ..common.errors import GradingError
+from ..common.layout import unfinished_marker
 from ..reports.late import penalised
 from .folders import IDENTITY, identity
 from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
@@ -417,8 +418,8 @@ def check_one_line_each(people, roster):
 def check_finished(grading_dir):
     """Raise GradingError if the last autograde run into `grading_dir` stopped before grading every submission it
     found (interrupted, or the machine went down): its table lacks them, and an export would show them as not handed
-    in (grading.grade.autograde writes .grading/unfinished.json while it grades)."""
-    marker = Path(grading_dir) / ".grading" / "unfinished.json"
+    in (grading.grade.autograde writes the marker while it grades)."""
+    marker = unfinished_marker(grading_dir)
     if not marker.exists():
         return
     try:

@@ -1,0 +1,17 @@
+"""Where an autograde run keeps its own files inside its output folder OUT: written by grading.grade.autograde, read
+by the commands that take OUT afterwards (export-grades)."""
+
+from pathlib import Path
+
+STATE = ".grading"  # OUT/.grading: the run's courses, jobs, reference check and marker files
+UNFINISHED = "unfinished.json"  # in STATE while a run grades: the submissions its table still lacks
+
+
+def state_folder(out):
+    "OUT/.grading."
+    return Path(out) / STATE
+
+
+def unfinished_marker(out):
+    "The marker a run leaves in OUT while submissions remain ungraded (export-grades refuses such a table)."
+    return state_folder(out) / UNFINISHED
