@@ -557,20 +557,36 @@ def test_a_failing_test_names_its_case_what_came_back_and_the_likely_cause(noteb
     assert not missing, f"{notebook} {test} with '{what}': {missing} not in the message:\n{message}"
 
 
-def test_a_flag_from_the_students_code_keeps_its_type_and_a_string_is_never_taken():
-    "pia's way in: the flags travel with every call, so a string or a new type would carry anything the code chose."
+def test_a_flag_from_the_students_code_keeps_its_type_and_a_string_or_a_constant_is_never_taken():
+    """pia's way in: the flags travel with every call, so a string or a new type would carry anything the code chose;
+    and a constant the reference rule reads (BCE_EPS, red team round 4) would change what the grader computes."""
     import types
 
-    from grading.grade.verdict import restore_simple_globals, set_simple_globals
+    from grading.grade.verdict import restore_flags, set_flags
 
-    module = types.SimpleNamespace(_grad_enabled=True, GELU_SCALE=0.5, NOTICE="autograd enabled", COUNT=3)
+    module = types.SimpleNamespace(_grad_enabled=True, _label="x", _count=3, GELU_SCALE=0.5, NOTICE="on", BCE_EPS=1e-12)
     before = dict(vars(module))
-    set_simple_globals(module, {"_grad_enabled": False, "GELU_SCALE": "LEAK 1.5", "NOTICE": "LEAK", "COUNT": 4.5})
+    set_flags(module, {"_grad_enabled": False, "_label": "LEAK 1.5", "_count": 4.5, "NOTICE": "LEAK"})
     assert vars(module) == {**before, "_grad_enabled": False}  # no_grad's switch, as the student's code left it
-    set_simple_globals(module, {"GELU_SCALE": 0.25, "NEW": 1})
-    assert module.GELU_SCALE == 0.25 and not hasattr(module, "NEW")
-    restore_simple_globals(module, before)  # after a hidden cell: as the page's worker left them
+    set_flags(module, {"GELU_SCALE": 0.25, "BCE_EPS": 0.5, "NEW": 1, "_count": 4})
+    assert module.GELU_SCALE == 0.5 and module.BCE_EPS == 1e-12 and not hasattr(module, "NEW") and module._count == 4
+    restore_flags(module, before)  # after a hidden cell: as the page's worker left them
     assert vars(module) == before
+
+
+def test_the_flags_that_travel_are_the_courses_state_and_none_of_its_constants():
+    "What crosses from the student's worker into the grader's copy of each module: the two switches, nothing else."
+    import importlib
+    import pkgutil
+
+    import tinytorch.core
+    from grading.sandbox import wire
+
+    travelling = {}
+    for info in pkgutil.iter_modules(tinytorch.core.__path__):
+        module = importlib.import_module(f"tinytorch.core.{info.name}")
+        travelling.update({f"{info.name}.{name}": value for name, value in wire.flags(module).items()})
+    assert travelling == {"function._grad_enabled": True, "autograd._keep_retained": True}
 
 
 def test_the_courses_message_for_data_missing_while_graded_is_named_in_the_graders_words():

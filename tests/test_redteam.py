@@ -1,4 +1,4 @@
-"""Red team: a class of 60 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 61 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -136,9 +136,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_60_submissions_of_every_kind(graded_class):
+def test_the_class_has_61_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 60 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 61 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -319,6 +319,16 @@ def test_the_hidden_tests_worker_cannot_hand_its_inputs_to_the_pages_worker_thro
     assert "FLAG 0.797" in page, "the attack did not run (a visible test prints the flag)"
     first = np.random.default_rng(seed_of("relu_backward_hidden", entry["variant"])).normal()
     assert "FLAG LEAK" not in page and spell_leak(first, False) not in page and not entry["note"]  # (her code is)
+
+
+def test_a_constant_changed_by_the_students_code_does_not_change_the_graders_reference(graded_class):
+    """sage's BCE rule is finite differences and sets the module's BCE_EPS to 0.5, which once travelled back into the
+    grader's copy of the module with the flags: the reference rule, clipped there, was too far off to judge, and the
+    test's own comparison passed the differences (13 of 14, red team round 4). Constants no longer travel."""
+    check(graded_class, "sage")
+    entry = json.loads((graded_class["root"] / "grades" / "gradebook.json").read_text())["sage"]["08_losses"]
+    for test in ("bce_backward", "bce_backward_hidden"):
+        assert "finite differences" in entry["tests"][test]["message"], (test, entry["tests"][test]["message"])
 
 
 def test_feedback_is_written_and_bounded(graded_class):

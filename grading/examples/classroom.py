@@ -1,8 +1,8 @@
-"""A generated class of 60 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 61 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
-Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, two 02_function, one each 01_tensor, 06_autograd, 10_optimizers, 11_training, 13_embedding and 14_higher_order.
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, two 02_function, one each 01_tensor, 06_autograd, 08_losses, 10_optimizers, 11_training, 13_embedding and 14_higher_order.
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
@@ -18,6 +18,7 @@ from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_noteboo
 ELEMENTWISE, ACTIVATIONS, HIGHER_ORDER = "04_elementwise", "07_activations", "14_higher_order"
 FUNCTION, AUTOGRAD, OPTIMIZERS = "02_function", "06_autograd", "10_optimizers"
 TENSOR, TRAINING, EMBEDDING = "01_tensor", "11_training", "13_embedding"
+LOSSES = "08_losses"
 NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}  # stopped by the sandbox (bubblewrap) only
 REDTEAM_PORT = 47913  # iris tries to reach a server the red-team test listens with on this port
 DAEMON_MARK = "tinytorch-redteam-daemon"
@@ -393,8 +394,9 @@ LEAK_AS_A_DICT = """import numpy as np
 return {i: float(v) for i, v in enumerate(np.ravel(self.saved_tensors[0].data)[:12])}
 """
 
-# The same through a module-level flag (wire.simple_globals travel with every call): the hidden test's ReLU rule sets
-# one to a string of its inputs, a visible test's sigmoid rule prints it, then puts the number back.
+# The same through a module-level flag (wire.flags travel with every call): the hidden test's ReLU rule sets
+# one to a string of its inputs, a visible test's sigmoid rule prints it, then puts the number back. (Stopped twice
+# now: a string never travels, and neither does a constant in capitals, round 4.)
 LEAK_INTO_A_FLAG = """global GELU_SCALE
 import numpy as np
 GELU_SCALE = "LEAK " + " ".join(f"{v:.4f}" for v in np.ravel(self.saved_tensors[0].data))
@@ -402,6 +404,32 @@ GELU_SCALE = "LEAK " + " ".join(f"{v:.4f}" for v in np.ravel(self.saved_tensors[
 PRINT_THE_FLAG = """global GELU_SCALE
 print("FLAG", GELU_SCALE)
 GELU_SCALE = 0.7978845608028654
+"""
+
+
+# Round 4: a constant of the module changed by the student's code (BCE_EPS, read by the given _clipped). It once
+# travelled back into the grader's copy of the module with the flags, where the reference BCE rule, run to judge
+# whether the student's is a formula, then clipped every p to 0.5: too far from the truth to judge, so the test's own
+# comparison took the rule's finite differences (13 of 14). Constants no longer travel (wire.flags).
+NUMERICAL_BCE_WITH_EPS_CHANGED = """global BCE_EPS
+BCE_EPS = 0.5
+import numpy as np
+probabilities, target = self.saved_tensors
+P = np.clip(np.asarray(probabilities.data, dtype=float), 1e-12, 1 - 1e-12)
+T = np.asarray(target.data, dtype=float)
+g = np.asarray(getattr(grad_output, "data", grad_output), dtype=float)
+n = P.size
+
+
+def forward(P, Q, T):
+    return -(T * np.log(P) + (1 - T) * np.log(Q)) / n
+
+
+hp, hq, ht = 1e-6 * P, 1e-6 * (1 - P), 1e-6
+grad_p = (forward(P + hp, 1 - P, T) - forward(P - hp, 1 - P, T)) / (2 * hp)
+grad_p -= (forward(P, 1 - P + hq, T) - forward(P, 1 - P - hq, T)) / (2 * hq)
+grad_t = (forward(P, 1 - P, T + ht) - forward(P, 1 - P, T - ht)) / (2 * ht)
+return Tensor(g * grad_p), Tensor(g * grad_t)
 """
 
 
@@ -813,6 +841,12 @@ def make_class(kit, out, grades=None):
                 ),
             ),
             points_of(ACTIVATIONS),
+            "",
+        ),
+        "sage": (
+            LOSSES,
+            submission(kit, LOSSES, inside("solution-BCEBackward", NUMERICAL_BCE_WITH_EPS_CHANGED)),
+            points_of(LOSSES) - points_of(LOSSES, {"bce_backward", "bce_backward_twice"}),
             "",
         ),
         # given code that did an exercise's work: 01's comparisons (elementwise's body), 16's measure (11's

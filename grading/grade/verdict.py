@@ -195,7 +195,7 @@ class Remote:
 
     Two workers, each in a sandbox of its own: one for the cells the feedback page shows, one for the hidden tests
     (`hidden`: which one calls go to). The first never gets a hidden test's inputs, so nothing it prints or returns
-    for the page can hold one. The module-level flags (wire.simple_globals) travel with every call; what the hidden
+    for the page can hold one. The module-level flags (wire.flags) travel with every call; what the hidden
     tests' worker sets them to lasts until the end of its cell (grade_cells puts them back), so it cannot hand a
     hidden input to the first through them."""
 
@@ -270,7 +270,7 @@ class Remote:
             "qualname": qualname,
             "readonly": readonly,
             "quiet": quiet,  # NumPy's floating-point warnings off (the probes' infinities are the grader's doing)
-            "globals": wire.simple_globals(self.graded),
+            "globals": wire.flags(self.graded),
             "call": worker.calls,
         }
         try:
@@ -322,7 +322,7 @@ class Remote:
         except wire.WireError as error:
             error = StudentError(f"{qualname} sent back something the grader cannot check: {error}")
             raise students(error, qualname, f"your {qualname} sent back something the grader cannot check") from None
-        set_simple_globals(self.graded, reply.get("globals", {}))
+        set_flags(self.graded, reply.get("globals", {}))
         if reply.get("op") == "raise":
             raise exception_of(reply, qualname)
         return values.get("value")
@@ -509,20 +509,20 @@ def resolve_trusted_class(module, qualname):
     return value
 
 
-def set_simple_globals(module, values):
+def set_flags(module, values):
     """The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them. A flag
-    keeps its type, and a string (a constant of the course's, such as a message's text) is never taken: the grader's
-    own messages use them."""
+    keeps its type, and a string is never taken (it could carry anything); nor is a constant (a name in capitals:
+    the reference rules and the grader's own messages read them, wire.flags)."""
     if not isinstance(values, dict):
         return
-    mine = wire.simple_globals(module)
+    mine = wire.flags(module)
     for name, value in values.items():
         if name in mine and type(value) is type(mine[name]) and not isinstance(value, str) and wire.is_simple(value):
             setattr(module, name, value)
 
 
-def restore_simple_globals(module, values):
-    "Put the module's flags back as `values` (wire.simple_globals) has them: after a hidden cell, see grade_cells."
+def restore_flags(module, values):
+    "Put the module's flags back as `values` (wire.flags) has them: after a hidden cell, see grade_cells."
     for name, value in values.items():
         setattr(module, name, value)
 
@@ -839,11 +839,11 @@ def grade_pass(
             # the hidden inputs: neither shows anything
             shown = None if hidden or cell["kind"] == "solution" or not shown_cells else outputs.Shown()
             remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden or not shown_cells
-            flags = wire.simple_globals(remote.graded) if hidden and shown_cells else None
+            flags = wire.flags(remote.graded) if hidden and shown_cells else None
             passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown, public)
             remote.printed, remote.hidden = None, not shown_cells
             if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
-                restore_simple_globals(remote.graded, flags)
+                restore_flags(remote.graded, flags)
             if shown is not None:
                 ran[cell["id"]] = shown.outputs()
             if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker

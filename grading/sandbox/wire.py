@@ -198,9 +198,17 @@ def is_simple(value):
     return value is None or type(value) in SIMPLE_TYPES
 
 
-def simple_globals(module):
-    "The module's own simple globals (a flag such as no_grad's switch): they travel with every call, both ways."
-    return {k: v for k, v in vars(module).items() if not k.startswith("__") and is_simple(v)}
+def is_constant(name):
+    "A name in capitals (BCE_EPS, FAST_SIZE): a constant of the course's, by Python's convention."
+    return name.upper() == name
+
+
+def flags(module):
+    """The module's own state in simple globals (no_grad's `_grad_enabled`, grad()'s `_keep_retained`): they travel
+    with every call, both ways. Its constants do not: the grader's copy of the module runs the reference rules, which
+    read them (a BCE_EPS of 0.5 set by the student's code once clipped the reference gradient far enough from the
+    truth that a rule by finite differences passed as a formula, red team round 4)."""
+    return {k: v for k, v in vars(module).items() if not k.startswith("__") and not is_constant(k) and is_simple(v)}
 
 
 def _fingerprint(value):

@@ -195,7 +195,7 @@ def serve(channel, plan):
         session.make_callable = functools.partial(callback, channel, session, call=call)
         try:
             for name, value in header.get("globals", {}).items():
-                if name in wire.simple_globals(graded):
+                if name in wire.flags(graded):
                     setattr(graded, name, value)
             builtins.__dict__.update(BUILTINS)
             values = session.receive(header, arrays)
@@ -209,14 +209,14 @@ def serve(channel, plan):
             builtins.__dict__.update(BUILTINS)
             shown = release(printed)
             reply = session.message(
-                {"op": "return", "globals": wire.simple_globals(graded), "call": call, "printed": shown},
+                {"op": "return", "globals": wire.flags(graded), "call": call, "printed": shown},
                 {"value": result},
             )
         except BaseException as exc:  # noqa: BLE001  (anything the student's code raises is an answer)
             shown = release(printed)
             try:
                 reply = session.message(
-                    dict(error_header(exc, readonly), globals=wire.simple_globals(graded), call=call, printed=shown), {}
+                    dict(error_header(exc, readonly), globals=wire.flags(graded), call=call, printed=shown), {}
                 )
             except BaseException as inner:  # noqa: BLE001
                 reply = wire.pack(dict(error_header(inner, readonly), call=call, printed=shown), [])
