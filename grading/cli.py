@@ -274,7 +274,7 @@ def cmd_class(args):
 
 
 def cmd_export_grades(args):
-    from .lms.lms import export_grades
+    from .lms.lms import export_grades, side_path
 
     report = export_grades(
         args.grading_dir,
@@ -290,6 +290,13 @@ def cmd_export_grades(args):
         print(f"warning: {line}", file=sys.stderr)
     where = args.out if args.format != "gradescope" else f"{len(report.written)} results.json files in {args.out}"
     print(f"{args.format} grades written to {where}")
+    if report.left_out:  # written, but an upload now would leave these students' grades out of the LMS
+        print(
+            f"error: {plural(len(report.left_out), 'student')} left out of {args.out} (see the warnings "
+            f"above; their rows are in {side_path(args.out)}): correct the roster and export again",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -46,8 +46,9 @@ def gradescope_root(autograder_zip):
     return root
 
 
-def run_autograder(root, **env):
-    "Run the zip's run_autograder as Gradescope does (cwd /autograder), with this venv's Python; its results.json."
+def run_autograder(root, check=True, **env):
+    """Run the zip's run_autograder as Gradescope does (cwd /autograder), with this venv's Python; its results.json
+    (with check=False: the finished process, whatever its status)."""
     environment = {**os.environ, "GRADESCOPE_ROOT": str(root), "TINYTORCH_GRADER_PYTHON": sys.executable, **env}
     done = subprocess.run(
         [str(root / "source" / "run_autograder")],
@@ -57,6 +58,8 @@ def run_autograder(root, **env):
         text=True,
         timeout=900,
     )
+    if not check:
+        return done
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads((root / "results" / "results.json").read_text())
 
@@ -92,6 +95,39 @@ def test_an_unknown_assignment_or_penalty_is_refused_before_any_zip_is_written(t
     assert not list(tmp_path.iterdir())
 
 
+def test_a_zip_is_replaced_only_by_a_whole_one_and_a_folder_is_not_taken_for_it(tmp_path):
+    "An instructor's finding: a mistyped --secret-file turned a working 1 MB zip into one of three files, and exit 2."
+    old = tmp_path / "autograder.zip"
+    old.write_bytes(b"the zip uploaded last week")
+    with pytest.raises(GradingError, match="no such secret file"):
+        gradescope.build(old, [ASSIGNMENT], secret_file=tmp_path / "no-such-secret", log=lambda message: None)
+    assert old.read_bytes() == b"the zip uploaded last week" and sorted(tmp_path.iterdir()) == [old]
+    refused = run_cli("gradescope", "--out", tmp_path, "--assignment", ASSIGNMENT)
+    assert refused.returncode == 2 and "is a folder; name the zip to write" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("name", [f"{ASSIGNMENT} (1).ipynb", f"{ASSIGNMENT}-2.ipynb", "01_Tensor.ipynb"])
+def test_a_browsers_second_download_of_the_notebook_is_the_notebook(tmp_path, name):
+    "collect takes '04_elementwise (1).ipynb' as 04_elementwise; Gradescope's run_autograder gave it 0."
+    write_notebook(read_notebook(REPO / "notebooks" / f"{ASSIGNMENT}.ipynb"), tmp_path / name)
+    assert gradescope.find_notebook(tmp_path, [ASSIGNMENT, "04_elementwise"]) == (ASSIGNMENT, tmp_path / name)
+
+
+def test_the_results_say_that_written_answers_are_marked_by_hand(tmp_path):
+    "An instructor's finding: Canvas counted 27 points for 04, Gradescope's results 24 and said nothing of the 3."
+    from grading.grade.autograde import Row
+    from grading.lms.lms_input import Person
+
+    test = {"score": 1.0, "max_score": 1.0, "message": ""}
+    entry = {"score": 1.0, "max_score": 1.0, "note": "", "tests": {"add_backward": test}, "manual_points": 3.0}
+    (tmp_path / "gradebook.json").write_text(json.dumps({"ada": {"04_elementwise": entry}}))
+    row = Row("ada", "04_elementwise", "04_elementwise.ipynb", 1.0, 1.0, manual_points=3.0)
+    results = gradescope.results_of(tmp_path, Person(student="ada"), "04_elementwise", row, {})
+    assert results["score"] == 1.0
+    assert results["output"] == "Your written answers (3 points) are marked by hand: they are not in this score."
+
+
 @pytest.mark.parametrize(
     "files, expected",
     [
@@ -121,9 +157,11 @@ def test_where_neither_bubblewrap_nor_the_student_user_can_be_had_nothing_is_gra
     root = gradescope_root(autograder_zip)
     try:
         submit(root, {f"{ASSIGNMENT}.ipynb": read_notebook(REPO / "notebooks" / f"{ASSIGNMENT}.ipynb")})
-        results = run_autograder(root, TINYTORCH_NO_BWRAP="1", TINYTORCH_STUDENT_USER="no-such-user-here")
-        assert results["score"] == 0 and results["tests"] == []
-        assert "Not graded" in results["output"] and "no user 'no-such-user-here'" in results["output"]
+        (root / "results" / "results.json").write_text('{"score": 24}')  # an earlier run's: not left for this one
+        ran = run_autograder(root, TINYTORCH_NO_BWRAP="1", TINYTORCH_STUDENT_USER="no-such-user-here", check=False)
+        assert ran.returncode == 1, ran.stderr
+        assert "Not graded" in ran.stdout and "no user 'no-such-user-here'" in ran.stdout
+        assert not (root / "results" / "results.json").exists(), "the grader's fault is no score of 0 for the student"
         assert not (root / "source" / "work" / "out" / "gradebook.json").exists()
     finally:
         shutil.rmtree(root)

@@ -103,17 +103,26 @@ def build(
     held_out = heldout.read(held_out_digits) if held_out_digits else None  # refused here too
     config = {"assignments": chosen, "late_penalty": late_penalty, "hidden_visibility": visibility}
     out = Path(out)
+    if out.is_dir():
+        raise GradingError(f"--out {out}: is a folder; name the zip to write, such as {out / 'autograder.zip'}.")
+    secret = course_secret(secret_file, log)  # a missing --secret-file is refused before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        add_text(archive, "setup.sh", SETUP_SH, executable=True)
-        add_text(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
-        add_text(archive, CONFIG, json.dumps(config, indent=1) + "\n")
-        add_text(archive, SECRET, course_secret(secret_file, log))
-        if held_out is not None:
-            add_bytes(archive, heldout.FILE_NAME, held_out.data)
-            log(f"the zip holds your held-out digits ({held_out.source}): keep it private, as the file itself")
-        for path in course_files():
-            archive.write(REPO / path, f"course/{path}")
+    partial = out.with_name(f".{out.name}.partial")  # an existing zip is replaced only by a whole one
+    try:
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            add_text(archive, "setup.sh", SETUP_SH, executable=True)
+            add_text(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
+            add_text(archive, CONFIG, json.dumps(config, indent=1) + "\n")
+            add_text(archive, SECRET, secret)
+            if held_out is not None:
+                add_bytes(archive, heldout.FILE_NAME, held_out.data)
+            for path in course_files():
+                archive.write(REPO / path, f"course/{path}")
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+    if held_out is not None:
+        log(f"the zip holds your held-out digits ({held_out.source}): keep it private, as the file itself")
     return out
 
 
@@ -160,28 +169,32 @@ def course_files():
 
 
 def run(root):
-    "run_autograder's work: grade ROOT/submission, write ROOT/results/results.json. Never raises."
+    """run_autograder's work: grade ROOT/submission, write ROOT/results/results.json; 0. A submission that cannot be
+    graded as it is (no notebook, another assignment's) scores 0 with the reason. Where the grader cannot grade it for
+    a reason of its own (no sandbox, no student user, its own error), no score is written: Gradescope then shows the
+    submission as failed to the instructor, who can regrade it once that is fixed, and the student is not told 0;
+    the reason goes to the autograder's output and the exit status is 1. Never raises."""
     root = Path(root)
     try:
         results = grade(root)
     except Rejected as why:
         results = {"score": 0.0, "output": str(why), "tests": []}
     except GradingError as error:  # the grading environment cannot grade safely, or the grader could not grade
-        results = {
-            "score": 0.0,
-            "output": f"Not graded: {error}. This is not a fault of your submission; tell your instructor.",
-            "tests": [],
-        }
-    except Exception as error:  # the grader's own failure: Gradescope still gets results.json, saying so
-        results = {
-            "score": 0.0,
-            "output": f"Not graded: the autograder failed ({type(error).__name__}: {error}). This is not a fault "
-            "of your submission; tell your instructor.",
-            "tests": [],
-        }
+        return not_graded(root, f"{error}")
+    except Exception as error:  # the grader's own failure
+        return not_graded(root, f"the autograder failed ({type(error).__name__}: {error})")
     write_results(root, results)
     print(json.dumps({k: v for k, v in results.items() if k != "tests"}, indent=1))
     return 0
+
+
+def not_graded(root, why):
+    "The grader's own fault: no results.json (Gradescope marks the run failed, nobody's score is 0); say why; 1."
+    (root / "results" / "results.json").unlink(missing_ok=True)
+    message = f"Not graded: {why}. This is not a fault of the submission: fix the autograder, then regrade."
+    print(message)
+    print(message, file=sys.stderr)
+    return 1
 
 
 def write_results(root, results):
@@ -251,9 +264,12 @@ def find_notebook(folder, assignments):
             f"Not graded: your submission holds {len(found)} notebooks ({shown}); upload only one of: {names}."
         )
     notebook = found[0]
-    if notebook.stem not in assignments or notebook.is_symlink():
+    from .collect import normal  # a browser's second download, "04_elementwise (1).ipynb", is the same notebook
+
+    named = {a.lower(): a for a in assignments}.get(normal(notebook.name))
+    if named is None or notebook.is_symlink():
         raise Rejected(f"Not graded: {notebook.name} is not a notebook of this assignment; upload one of: {names}.")
-    return notebook.stem, notebook
+    return named, notebook
 
 
 def read_metadata(root):
@@ -313,6 +329,10 @@ def results_of(out, person, assignment, row, config):
     hidden = hidden_tests(REPO / "notebooks").get(assignment)
     results = gradescope_results(person, assignment, entry, hidden, config.get("hidden_visibility", "after_published"))
     lines = [results["output"]] if results["output"] else []
+    if row.manual_points:
+        lines.append(
+            f"Your written answers ({row.manual_points:g} points) are marked by hand: they are not in this score."
+        )
     if row.late_by_hours:
         lines.append(
             f"Submitted {row.late_by_hours:g} hours late: {row.penalty:g} points taken "

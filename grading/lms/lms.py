@@ -384,9 +384,13 @@ def disagreements(book, report, assignments, fmt_name, out, missing):
         lines.append(f"graded but not in the roster ({where}): {', '.join(report.not_in_roster)}")
     unmatchable = [s for s in report.left_out if s not in report.not_in_roster]
     if unmatchable:
+        why = (
+            "Moodle's import stops at the first row it cannot match to a student"
+            if fmt_name == "moodle"
+            else "Canvas's import cannot tell who they are"
+        )
         lines.append(
-            f"left out of {out}, since Moodle's import stops at the first row it cannot match to a student (the "
-            f"reasons and the grades are in {side}): {', '.join(unmatchable)}"
+            f"left out of {out}, since {why} (the reasons and the grades are in {side}): {', '.join(unmatchable)}"
         )
     if report.not_graded:
         lines.append(f"in the roster but no graded submission (exported as {blank}): {', '.join(report.not_graded)}")
