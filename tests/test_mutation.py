@@ -1018,6 +1018,49 @@ LATER = [
         "        u_hat = self.u[i] = self.u[i] / (1 - self.beta2 ** self.t[i])",
     ),
     ("10_optimizers", "adam", "every step corrected with t = 1", "self.t[i] += 1", "self.t[i] = 1"),
+    # from the seventeenth session's student solver: each passed 13's visible tests, whose ids had one axis (or T = d)
+    (
+        "13_embedding",
+        "embedding_backward",
+        "grad_output flattened by its axis 1 (right for ids of one axis only)",
+        "return (scatter_add(grad_output, self.ids, weight.shape),)",
+        "return (scatter_add(grad_output.reshape(-1, grad_output.shape[1]), np.reshape(self.ids, -1), weight.shape),)",
+    ),
+    (
+        "13_embedding",
+        "sparse_rows",
+        "the gradient flattened by its axis 1 (right where T = d)",
+        "np.add.at(values, inverse, grad.reshape(-1, grad.shape[-1]))",
+        "np.add.at(values, inverse, grad.reshape(-1, grad.shape[1]))",
+    ),
+    (
+        "13_embedding",
+        "tied_gradient",
+        "grad_logits flattened by its axis 1 (right for ids of one axis only)",
+        "grad = grad_logits.reshape(-1, weight.shape[0])  # (N, V)",
+        "grad = grad_logits.reshape(-1, grad_logits.shape[1])  # (N, V)",
+    ),
+    (
+        "14_higher_order",
+        "hvp",
+        "the first gradient times v, element by element (no second derivative)",
+        "products = grad(dot, params)",
+        "products = [Tensor(g.data * v) for g, v in zip(grads, vectors)]",
+    ),
+    (
+        "14_higher_order",
+        "hvp",
+        "one grad() per parameter (no cross terms)",
+        "products = grad(dot, params)",
+        "products = [grad((g * Tensor(v)).sum(), [p])[0] for g, v, p in zip(grads, vectors, params)]",
+    ),
+    (
+        "14_higher_order",
+        "hvp",
+        "no None check in the dot product (a parameter the loss does not use)",
+        "dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)",
+        "dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors))",
+    ),
 ]
 MUTANTS += LATER
 
