@@ -1,4 +1,4 @@
-"""Red team: a class of 61 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 62 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -136,9 +136,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_61_submissions_of_every_kind(graded_class):
+def test_the_class_has_62_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 61 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 62 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -329,6 +329,15 @@ def test_a_constant_changed_by_the_students_code_does_not_change_the_graders_ref
     entry = json.loads((graded_class["root"] / "grades" / "gradebook.json").read_text())["sage"]["08_losses"]
     for test in ("bce_backward", "bce_backward_hidden"):
         assert "finite differences" in entry["tests"][test]["message"], (test, entry["tests"][test]["message"])
+
+
+def test_a_class_named_after_a_path_to_numpys_types_is_refused_not_made(graded_class):
+    """wren's SquareBackward sends back, on the hidden test's shape, an object whose class names a path through the
+    module's imports to a NumPy type whose __new__ crashed the grader: the row was "not graded" at every run (red team
+    round 4). The name is refused: the hidden test fails, the row is graded, nobody's run stops."""
+    check(graded_class, "wren")
+    entry = json.loads((graded_class["root"] / "grades" / "gradebook.json").read_text())["wren"]["02_function"]
+    assert "not plain data" in entry["tests"]["square_backward_hidden"]["message"], entry["tests"]
 
 
 def test_feedback_is_written_and_bounded(graded_class):

@@ -119,6 +119,9 @@ def forged(table, values):
             [(1 << 40) + 1, "o", {"c": {"r": 1 << 40}, "s": {"__class__": 1}}],
         ],  # a dunder attribute
         [[1 << 40, "x", None]],  # an unknown kind
+        # a path through a course module's imports to NumPy's types: one segfaulted the grader when made (red team 4)
+        [[1 << 40, "c", {"m": "tinytorch.core.function", "q": "np._core._multiarray_umath._ArrayFunctionDispatcher"}]],
+        [[1 << 40, "c", {"m": "tinytorch.core.nn", "q": "Tensor"}]],  # imported there, defined in tinytorch.core.tensor
     ],
 )
 def test_the_grader_refuses_anything_but_plain_data(table):
@@ -126,6 +129,18 @@ def test_the_grader_refuses_anything_but_plain_data(table):
     header, arrays = forged(table, {"value": {"r": table[-1][0]}})
     with pytest.raises(wire.WireError):
         grader.receive(header, arrays)
+
+
+def test_a_course_class_is_found_where_it_is_defined_and_only_there():
+    import tinytorch.core.function
+    import tinytorch.core.nn
+    import tinytorch.core.tensor
+
+    assert verdict.resolve_trusted_class("tinytorch.core.tensor", "Tensor") is tinytorch.core.tensor.Tensor
+    assert verdict.resolve_trusted_class("tinytorch.core.nn", "Linear") is tinytorch.core.nn.Linear
+    for module, qualname in [("tinytorch.core.nn", "Tensor"), ("tinytorch.core.function", "np.ndarray")]:
+        with pytest.raises(wire.WireError):
+            verdict.resolve_trusted_class(module, qualname)
 
 
 def test_an_oversized_message_is_refused_before_it_is_read():

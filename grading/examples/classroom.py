@@ -1,8 +1,8 @@
-"""A generated class of 61 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 62 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
-Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, two 02_function, one each 01_tensor, 06_autograd, 08_losses, 10_optimizers, 11_training, 13_embedding and 14_higher_order.
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, three 02_function, one each 01_tensor, 06_autograd, 08_losses, 10_optimizers, 11_training, 13_embedding and 14_higher_order.
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
@@ -433,6 +433,19 @@ return Tensor(g * grad_p), Tensor(g * grad_t)
 """
 
 
+# Round 4 too: a class the rule sends back named after a path through the course module's imports to one of NumPy's
+# types, which the grader once looked up there and made with its __new__: that one crashed the grader's process, so
+# the hidden test whose inputs the rule gets wrong became "a fault of the grader" instead of lost points (wren). Only
+# a class defined in the course's module is looked up now (verdict.resolve_trusted_class).
+CRASH_THE_GRADER_ON_THE_HIDDEN_SHAPE = """class Boom:
+    pass
+Boom.__module__ = "tinytorch.core.function"
+Boom.__qualname__ = "np._core._multiarray_umath._ArrayFunctionDispatcher"
+if self.saved_tensors[0].shape == (3, 4):
+    return (Boom(),)
+"""
+
+
 # A change carried by a callback: the exercise zeroes the test's vectors and parameters, then calls the test's loss_fn
 # (a function of the grader's), whose message carries the change before the reply does. Every H·v is then 0, and so
 # is what the test computes to compare it with. Replaces the solution's body from its first line to its last.
@@ -841,6 +854,12 @@ def make_class(kit, out, grades=None):
                 ),
             ),
             points_of(ACTIVATIONS),
+            "",
+        ),
+        "wren": (
+            FUNCTION,
+            submission(kit, FUNCTION, inside("solution-SquareBackward", CRASH_THE_GRADER_ON_THE_HIDDEN_SHAPE)),
+            points_of(FUNCTION) - points_of_tests(FUNCTION, {"square_backward_hidden"}),
             "",
         ),
         "sage": (

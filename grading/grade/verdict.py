@@ -492,6 +492,9 @@ def _in_source(quote, source):
 
 
 def resolve_trusted_class(module, qualname):
+    """The class `qualname` defined in the course's module `module` (a Tensor, a rule, a layer), which the grader makes
+    objects of with its `__new__`. Only a class defined there: a path through the module's imports (`np._core…`)
+    once reached NumPy's own types, one of which crashes the grader's process when made that way (red team round 4)."""
     if not (
         isinstance(module, str)
         and isinstance(qualname, str)
@@ -500,11 +503,11 @@ def resolve_trusted_class(module, qualname):
     ):
         raise wire.WireError(f"the class {module}.{qualname} is not one of the course's")
     value = sys.modules[module]
-    for part in qualname.split("."):
-        if not part.isidentifier() or part.startswith("__"):
+    for index, part in enumerate(qualname.split(".")):
+        if not part.isidentifier() or part.startswith("__") or (index and not isinstance(value, type)):
             raise wire.WireError(f"the class name {qualname!r}")
-        value = getattr(value, part, None)
-    if not isinstance(value, type):
+        value = vars(value).get(part)  # the module's own names, then a class's own (a class nested in it)
+    if not isinstance(value, type) or value.__module__ != module or value.__qualname__ != qualname:
         raise wire.WireError(f"{module}.{qualname} is not a class the grader knows")
     return value
 
