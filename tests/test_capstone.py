@@ -32,6 +32,17 @@ def test_a_frozen_weight_counts_towards_the_size_of_a_model():
     assert count_parameters(model) > sum(p.data.size for p in model.parameters()), "parameters() misses frozen ones"
 
 
+def test_a_weight_left_a_numpy_array_counts_towards_the_size_of_a_model():
+    """A red-team finding: Linear's forward takes a weight that is a NumPy array as well, and the count once took
+    Tensors only, so 300,010 numbers of random features and a least-squares head counted 0 and scored 6 of 6."""
+    features, head = Linear(64, 4000, seed=0), Linear(4000, 10, seed=1)
+    features.weight, features.bias = features.weight.data, features.bias.data
+    head.weight = head.weight.data
+    model = Sequential(features, ReLU(), head)
+    assert count_parameters(model) == 64 * 4000 + 4000 + 4000 * 10 + 10 > MAX_PARAMETERS
+    assert model(np.zeros((2, 64))).shape == (2, 10), "the layers do compute with the arrays"
+
+
 def test_a_layer_shared_twice_counts_once():
     shared = Linear(8, 8, seed=0)
     assert count_parameters(Sequential(shared, ReLU(), shared)) == 8 * 8 + 8
@@ -72,9 +83,26 @@ TRAINS_ON_EVERY_DIGIT = (
 )
 
 
-def test_a_capstone_that_loads_the_digits_itself_to_train_on_the_held_out_images_loses_its_points(kit, tmp_path):
+# Red team round 4: random ReLU features and a least-squares head, 300,010 numbers, held as NumPy arrays in the course's
+# Linear layers (whose forward takes them), which the size bound once did not count: 6 of 6 for a model 1.5 times the
+# bound. Counted now, it loses the held-out tests as the same model with Tensor weights does.
+ARRAYS_PAST_THE_BOUND = """#| export
+def build_and_train(X_train, y_train, X_val, y_val, seed=0, report=None):
+    first, last = Linear(64, 4000, seed=seed), Linear(4000, 10, seed=seed + 1)
+    rng = np.random.default_rng(seed)
+    W, b = rng.normal(size=(4000, 64)) / 2.0, rng.normal(size=4000)
+    F = np.maximum(X_train @ W.T + b, 0)
+    head = np.linalg.solve(F.T @ F + 0.1 * np.eye(4000), F.T @ (np.eye(10)[y_train] * 2 - 1))
+    first.weight, first.bias = W, b
+    last.weight, last.bias = np.ascontiguousarray(head.T), np.zeros(10)
+    return Sequential(first, ReLU(), last)
+"""
+
+
+def test_a_capstone_that_trains_on_the_held_out_images_or_hides_its_size_loses_its_points(kit, tmp_path):
     """While it is graded, the student's code runs with a package that holds no data (grading.grade.job.build_package): it
-    gets the digits only as the arrays it is passed, so it cannot train on the images it is measured on."""
+    gets the digits only as the arrays it is passed, so it cannot train on the images it is measured on. And its model's
+    numbers are counted wherever they are held (ARRAYS_PAST_THE_BOUND)."""
     source = read_notebook(REPO / "notebooks" / "16_capstone.ipynb")
     released = read_notebook(kit / "16_capstone" / "16_capstone.ipynb")
     old, new = TRAINS_ON_EVERY_DIGIT
@@ -85,7 +113,12 @@ def test_a_capstone_that_loads_the_digits_itself_to_train_on_the_held_out_images
         assert old in code, "the solution no longer starts as TRAINS_ON_EVERY_DIGIT expects"
         return code.replace(old, new)
 
-    for student, nb in [("honest", solved(released, source)), ("cheat", solved(released, source, edit=cheat))]:
+    def arrays(grade_id, code):
+        return ARRAYS_PAST_THE_BOUND if "def build_and_train" in code else code
+
+    students = [("honest", None), ("cheat", cheat), ("arrays", arrays)]
+    for student, edit in students:
+        nb = solved(released, source, edit=edit) if edit else solved(released, source)
         write_notebook(nb, tmp_path / "submissions" / student / "16_capstone" / "16_capstone.ipynb")
     (tmp_path / "secret").write_text("capstone-held-out-test-secret-0123456789\n")
     book, _ = grade(tmp_path, "--feedback", "none")
@@ -94,3 +127,6 @@ def test_a_capstone_that_loads_the_digits_itself_to_train_on_the_held_out_images
     assert all(honest[name]["score"] == honest[name]["max_score"] > 0 for name in held_out), honest
     assert all(cheat_tests[name]["score"] == 0 for name in held_out), cheat_tests
     assert "the arrays it is passed" in cheat_tests["capstone_held_out"]["message"], cheat_tests
+    past_the_bound = book["arrays"]["16_capstone"]["tests"]
+    assert all(past_the_bound[name]["score"] == 0 for name in held_out), past_the_bound
+    assert "the model holds 300010 numbers" in past_the_bound["capstone_held_out"]["message"], past_the_bound

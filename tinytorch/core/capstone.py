@@ -28,16 +28,17 @@ def three_way_split(X, y, seed=0, val_fraction=0.1, test_fraction=0.2):
 
 
 def count_parameters(model):
-    """How many numbers `model` holds: the size of every tensor reachable from its attributes, whether it requires a
-    gradient or not (a frozen weight computes as much as a trained one)."""
+    """How many numbers `model` holds: the size of every tensor and array reachable from its attributes, whether it
+    requires a gradient or not (a frozen weight computes as much as a trained one, and so does a weight left a NumPy
+    array, which a layer's forward takes as well)."""
     total, seen, todo = 0, set(), [model]
     while todo:
         value = todo.pop()
         if id(value) in seen:
             continue
         seen.add(id(value))
-        if isinstance(value, Tensor):
-            total += int(np.asarray(value.data).size)
+        if isinstance(value, (Tensor, np.ndarray)):
+            total += int(np.asarray(getattr(value, "data", value)).size)
         elif isinstance(value, (list, tuple, dict)):
             todo.extend(value.values() if isinstance(value, dict) else value)
         else:  # a layer: what it holds (anything else holds no tensor of the model)
