@@ -157,7 +157,8 @@ submission_13:
         assert abs(os.stat(notebook(out, sid, "02_function")).st_mtime - pair) < 0.001
     rows = report(out)
     assert rows[root + "submission_12/02_function.ipynb"]["status"] == "superseded"
-    assert "earlier submission" in rows[root + "submission_12/02_function.ipynb"]["note"]
+    note = rows[root + "submission_12/02_function.ipynb"]["note"]
+    assert "earlier submission than" in note and "by the LMS's submission time, which was kept" in note, note
     assert rows[root + "submission_99/02_function.ipynb"]["status"] == "not placed"
     roster = {p.student: p for p in read_roster(out / "roster.csv")}
     assert (roster["1815"].name, roster["1815"].email, roster["1815"].sis_id) == ("Ada Lovelace", "ada@uni.edu", "1815")
@@ -189,6 +190,24 @@ def test_moodle_folders_and_prefixed_files_give_slugged_student_folders(tmp_path
     assert "onlinetext submission" in rows["Jane Doe_501_assignsubmission_onlinetext/onlinetext.html"]["note"]
     assert rows["__MACOSX/._02_function.ipynb"]["status"] == "skipped"  # in the report, not an error
     assert any("email" in line for line in result.warnings)
+
+
+def test_a_zip_whose_names_are_utf8_without_the_flag_gives_the_folders_of_the_same_download_unpacked(tmp_path, course):
+    """An instructor's finding: Info-ZIP's zip writes UTF-8 names without the UTF-8 flag, which zipfile reads as CP437:
+    "José Müller" became the folder jos-m-ller and the roster name "Jos├⌐ M├╝ller"; unpacked, jose-muller."""
+    name = "José Müller_123_assignsubmission_file_/02_function.ipynb"
+    stand_in = "x" * len(name.encode())  # ASCII, so zipfile sets no flag; then the UTF-8 bytes put in its place
+    plain = make_zip(tmp_path / "plain.zip", {stand_in: tiny()})
+    raw = plain.read_bytes()
+    assert raw.count(stand_in.encode()) == 2  # the member's local header and the central directory
+    (tmp_path / "moodle.zip").write_bytes(raw.replace(stand_in.encode(), name.encode()))
+    with zipfile.ZipFile(tmp_path / "moodle.zip") as archive:
+        assert not archive.infolist()[0].flag_bits & 0x800 and archive.namelist() != [name]
+    out = tmp_path / "submissions"
+    collect(tmp_path / "moodle.zip", "moodle", out, notebooks_dir=course)
+    assert notebook(out, "jose-muller", "02_function").is_file()
+    assert {p.student: p.name for p in read_roster(out / "roster.csv")} == {"jose-muller": "José Müller"}
+    assert name in report(out)
 
 
 def test_a_flat_folder_takes_either_layout_and_refuses_links(tmp_path, course):

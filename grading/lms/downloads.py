@@ -126,13 +126,26 @@ def slug(text, lower=True):
     return result if result and name_problem(result) is None else ""
 
 
+def member_name(info):
+    """A member's name as its zip meant it. Without the UTF-8 flag, zipfile reads the name's bytes as CP437 (the zip
+    format's old default), but Info-ZIP, Windows and LMS downloads write UTF-8 there: "José" then read "Jos├⌐", and a
+    student's folder and roster name differed from those of the same download unpacked. Bytes that are UTF-8 are read
+    as UTF-8; others stay CP437."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except UnicodeError:
+        return info.filename
+
+
 def zip_members(archive: zipfile.ZipFile) -> list:
     "The files of a zip as Members; a member that leads out of the download, a link, or too large has a problem."
     members = []
     for info in archive.infolist():
         if info.is_dir():
             continue
-        name = info.filename.replace("\\", "/")  # some Windows tools write backslashes
+        name = member_name(info).replace("\\", "/")  # some Windows tools write backslashes
         parts = [p for p in name.split("/") if p not in ("", ".")]
         problem = ""
         if name.startswith("/") or re.match(r"[A-Za-z]:", name) or ".." in parts:
