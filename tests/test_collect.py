@@ -210,6 +210,18 @@ def test_a_zip_whose_names_are_utf8_without_the_flag_gives_the_folders_of_the_sa
     assert name in report(out)
 
 
+def test_a_download_collected_as_another_lms_is_refused_with_the_lms_that_fits(tmp_path, course):
+    "An instructor's finding: a Canvas zip collected with --lms moodle wrote an empty folder and a line per file."
+    download = make_zip(
+        tmp_path / "canvas.zip",
+        {"lovelaceada_1001_501_02_function.ipynb": tiny(), "turingalan_1003_504_02_function.ipynb": tiny()},
+    )
+    out = tmp_path / "submissions"
+    with pytest.raises(GradingError, match=r"named as a canvas \(2 of them\) download names them: pass --lms canvas"):
+        collect(download, "moodle", out, notebooks_dir=course)
+    assert not out.exists(), "nothing is written"
+
+
 def test_a_flat_folder_takes_either_layout_and_refuses_links(tmp_path, course):
     download = tmp_path / "flat"
     (download / "alice" / "02_function").mkdir(parents=True)

@@ -390,6 +390,7 @@ def test_error_gradebook_not_json(grading, tmp_path):
     [
         ("student,name\nalice,Alice\n", "line 1: the header must be student,name,email"),
         ("student,name,email,phone\n", "line 1: the header must be"),
+        ("Student,ID,SIS User ID,Section\n", "missing name, email. `collect` writes such a roster"),  # Canvas's export
         ("student,name,email\nalice,Alice,alice@example.edu\nbob,Bob\n", "line 3: 2 fields, the header has 3"),
         ("student,name,email\n,Nobody,n@example.edu\n", "line 2: the student id"),
         (

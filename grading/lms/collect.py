@@ -143,6 +143,8 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
         source = source_of(download, members)  # its rows of the report are replaced when it is collected again
         earlier = earlier_report(report, source)
         found, rows = read_download(members, lms, download)
+        if not found:
+            refuse_another_layout(members, lms, download)  # before anything is written
         found = distinct_students(found, listed)
         placements, unknown = identify(found, known)
         kept, older = latest(placements)
@@ -153,6 +155,24 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
     write_roster(roster, people)
     write_report(report, source, earlier, rows)
     return Collected(rows, warnings(lms, rows) + unlisted_warning(unlisted), roster, report)
+
+
+def refuse_another_layout(members, lms, download):
+    """Raise GradingError when no file of the download is named as `lms` names them but another LMS's naming places
+    some: a Canvas zip collected with --lms moodle wrote an empty folder and a line per file."""
+    fits = []
+    for other in sorted(set(READERS) - {lms, "flat"}):  # (flat places any folder: it says nothing)
+        try:
+            found, _ = read_download(members, other, download)
+        except GradingError:
+            continue
+        if found:
+            fits.append(f"{other} ({len(found)} of them)")
+    if fits:
+        raise GradingError(
+            f"{download}: none of its files is named as a {lms} download names them, but they are named as a "
+            f"{' or a '.join(fits)} download names them: pass --lms {fits[0].split()[0]}. Nothing was written."
+        )
 
 
 def source_of(download, members):

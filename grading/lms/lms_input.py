@@ -102,7 +102,10 @@ def read_roster(path):
             if unknown
             else "a column appears twice"
         )
-        raise GradingError(f"{path} line 1: the header must be {expected}; {problem}.")
+        raise GradingError(
+            f"{path} line 1: the header must be {expected}; {problem}. `collect` writes such a roster (SUBMISSIONS/"
+            "roster.csv); an LMS's own gradebook export is not one."
+        )
     people, seen = [], {}
     for line, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
