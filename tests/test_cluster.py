@@ -260,7 +260,7 @@ def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_clas
 
 @pytest.mark.slow
 def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_each(kit, tmp_path):
-    """The whole demo class (30 notebooks) and the red team's 62 submissions graded on the cluster, a busy worker killed
+    """The whole demo class (30 notebooks) and the red team's 63 submissions graded on the cluster, a busy worker killed
     in each run (and a new one joins). The demo is graded locally at the same time and must give the same bytes; the
     red team's every score must be the one `compare` expects (exact, as tests/test_redteam.py checks it locally)."""
     from grading.examples.classroom import compare

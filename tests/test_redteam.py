@@ -1,4 +1,4 @@
-"""Red team: a class of 62 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
+"""Red team: a class of 63 generated submissions (grading/examples/classroom.py), good, partial, broken and cheating, graded
 in one command; every student gets the score their honest work earns, and nothing of the grader's is lost.
 
 The class is graded twice at the same time: once by this process's user (root on the CI machine) and once by an
@@ -136,9 +136,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_62_submissions_of_every_kind(graded_class):
+def test_the_class_has_63_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 62 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 63 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -297,6 +297,23 @@ def test_a_rule_cannot_write_the_hidden_inputs_in_the_digits_of_what_it_returns(
         assert digits not in page and digits not in json.dumps(entry), f"quin wrote {rule}_hidden's input {first}"
 
 
+def test_a_forged_reply_whose_array_shape_holds_the_inputs_quotes_none_of_them(graded_class):
+    """yara's NegBackward replaces her worker's wire.pack to add an array whose shape holds her inputs, with two
+    dimensions of 2**32 that wrapped NumPy's element count to 0: reshape's error quoted the shape, and so the hidden
+    test's inputs, onto the page (red team round 5). Refused as a malformed message, quoting nothing."""
+    from grading.grade.variant import seed_of
+
+    check(graded_class, "yara")
+    grades = graded_class["root"] / "grades"
+    entry = json.loads((grades / "gradebook.json").read_text())["yara"][ELEMENTWISE]
+    assert "not plain data" in entry["tests"]["neg_backward"]["message"], "the attack did not run"
+    first = np.random.default_rng(seed_of("neg_backward_hidden", entry["variant"])).normal()
+    encoded = str(int(round((first + 10) * 1e6)))  # as the attack writes it into the shape
+    page = (grades / "feedback" / "yara" / f"{ELEMENTWISE}.html").read_text()
+    assert encoded not in page and encoded not in json.dumps(entry), f"yara wrote the hidden input {first}"
+    assert "4294967296" not in page
+
+
 def test_an_elementwise_rule_by_differences_with_each_elements_own_step_is_refused(graded_class):
     """rhea's MulBackward and NegBackward step each element by its own size: exact on the tests' inputs and on mixed
     magnitudes, refused by the probe's infinite values (red team, round 3)."""
@@ -316,9 +333,11 @@ def test_the_hidden_tests_worker_cannot_hand_its_inputs_to_the_pages_worker_thro
     grades = graded_class["root"] / "grades"
     entry = json.loads((grades / "gradebook.json").read_text())["pia"][ACTIVATIONS]
     page = (grades / "feedback" / "pia" / f"{ACTIVATIONS}.html").read_text()
-    assert "FLAG 0.797" in page, "the attack did not run (a visible test prints the flag)"
+    assert "FLAG" in page, "the attack did not run (a visible test prints the flag)"
+    # the page's worker prints what its own visible ReLU test wrote (the visible inputs: hers to see); her flag is a
+    # constant, which no longer travels at all (round 4), and nothing of the hidden worker's reaches the page's
     first = np.random.default_rng(seed_of("relu_backward_hidden", entry["variant"])).normal()
-    assert "FLAG LEAK" not in page and spell_leak(first, False) not in page and not entry["note"]  # (her code is)
+    assert spell_leak(first, False) not in page and not entry["note"]  # (her code is)
 
 
 def test_a_constant_changed_by_the_students_code_does_not_change_the_graders_reference(graded_class):
@@ -337,7 +356,7 @@ def test_a_class_named_after_a_path_to_numpys_types_is_refused_not_made(graded_c
     round 4). The name is refused: the hidden test fails, the row is graded, nobody's run stops."""
     check(graded_class, "wren")
     entry = json.loads((graded_class["root"] / "grades" / "gradebook.json").read_text())["wren"]["02_function"]
-    assert "not plain data" in entry["tests"]["square_backward_hidden"]["message"], entry["tests"]
+    assert "sent back something the grader cannot check" in entry["tests"]["square_backward_hidden"]["message"]
 
 
 def test_feedback_is_written_and_bounded(graded_class):

@@ -143,6 +143,48 @@ def test_a_course_class_is_found_where_it_is_defined_and_only_there():
             verdict.resolve_trusted_class(module, qualname)
 
 
+def raw_message(header, blob=b""):
+    "A message as the other side could forge it: any header, and the blob after it."
+    head = header if isinstance(header, bytes) else json.dumps(header).encode()
+    body = struct.pack("<Q", len(head)) + head + blob
+    return io.BytesIO(struct.pack("<Q", len(body)) + body).read
+
+
+EMPTY_F8 = io.BytesIO()
+np.save(EMPTY_F8, np.zeros(0))
+
+
+@pytest.mark.parametrize(
+    "header, blob",
+    [  # red team round 5: a shape whose int64 product wraps to 0 passed the size check, and reshape's ValueError
+        # quoted the whole shape, the hidden inputs in its numbers, onto the feedback page
+        ({"arrays": [["<f8", [2**32, 2**32, 7165123, 1396845]]], "blobs": [["<f8", 136]]}, EMPTY_F8.getvalue()),
+        ({"arrays": [["<f8", [2**64, 7165123]]], "blobs": [["<f8", 136]]}, EMPTY_F8.getvalue()),  # OverflowError
+        ({"arrays": [["<f8", ["7165123"]]], "blobs": []}, b""),
+        ({"arrays": [], "blobs": [["<f8", 20]]}, b"\x93NUMPY 7165123 LEAK"),  # np.load's message quotes the bytes
+        (b'{"arrays": [], "blobs": [], "values": ' + b"[" * 5000 + b"7165123" + b"]" * 5000 + b"}", b""),
+    ],
+)
+def test_a_malformed_message_is_a_wire_error_that_quotes_none_of_it(header, blob):
+    with pytest.raises(wire.WireError) as refused:
+        wire.unpack(raw_message(header, blob))
+    assert "7165123" not in str(refused.value) and "LEAK" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"value": {"d": [[[[1, [2]]], 7165123]]}},  # a dict key that is a tuple holding a list: unhashable
+        {"value": {"cx": [1, 2, 7165123]}},
+    ],
+)
+def test_values_the_grader_cannot_decode_are_a_wire_error(values):
+    grader = wire.Session(verdict.resolve_trusted_class)
+    with pytest.raises(wire.WireError) as refused:
+        grader.receive({"op": "return", "objects": [], "values": values}, [])
+    assert "7165123" not in str(refused.value)
+
+
 def test_an_oversized_message_is_refused_before_it_is_read():
     with pytest.raises(wire.WireError, match="more than"):
         wire.unpack(io.BytesIO(struct.pack("<Q", wire.MAX_MESSAGE + 1)).read)

@@ -1,4 +1,4 @@
-"""A generated class of 62 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""A generated class of 63 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
 
@@ -446,6 +446,29 @@ if self.saved_tensors[0].shape == (3, 4):
 """
 
 
+# Round 5: the worker's own wire.pack replaced (as axel does) to add to the reply an array whose shape holds the rule's
+# inputs: (2**32, 2**32, ...) wrapped NumPy's int64 count of its elements to 0, past the size check, and reshape's
+# ValueError, which quoted the whole shape, reached the page as the hidden test's message (yara). A malformed message
+# is now a WireError that quotes none of it, and the size is counted in Python's integers.
+LEAK_IN_A_FORGED_SHAPE = """import sys as _s, json as _j, struct as _st
+_w = _s.modules.get("wire")
+_x = getattr(self.saved_tensors[0], "data", None)
+if _w is not None and getattr(_x, "size", 0):
+    _values = [int(round((float(v) + 10) * 1e6)) for v in _x.reshape(-1)]
+    _pack = _w.pack
+    def _forged(header, arrays, _pack=_pack, _values=_values):
+        _w.pack = _pack
+        body = _pack(header, arrays)[8:]
+        (size,) = _st.unpack("<Q", body[:8])
+        head = _j.loads(body[8 : 8 + size])
+        head["arrays"].append(["<f8", [2**32, 2**32] + _values])
+        text = _j.dumps(head).encode()
+        body = _st.pack("<Q", len(text)) + text + body[8 + size :]
+        return _st.pack("<Q", len(body)) + body
+    _w.pack = _forged
+"""
+
+
 # A change carried by a callback: the exercise zeroes the test's vectors and parameters, then calls the test's loss_fn
 # (a function of the grader's), whose message carries the change before the reply does. Every H·v is then 0, and so
 # is what the test computes to compare it with. Replaces the solution's body from its first line to its last.
@@ -854,6 +877,12 @@ def make_class(kit, out, grades=None):
                 ),
             ),
             points_of(ACTIVATIONS),
+            "",
+        ),
+        "yara": (
+            E,
+            submission(kit, E, inside("solution-NegBackward", LEAK_IN_A_FORGED_SHAPE)),
+            points_of(E) - points_of(E, {"neg_backward"}),
             "",
         ),
         "wren": (

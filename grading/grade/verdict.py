@@ -331,21 +331,21 @@ class Remote:
         """Check what a message of the student's code changes of the grader's objects, and keep only what it may:
         nothing for a rule (read-only), an exercise's own arguments otherwise (grading.grade.ownership). Every message
         is checked, its reply and the callbacks on the way: a callback's message would change them first."""
-        if readonly:
-            changed = changed_inputs(session, reply, named)
-            if changed:
-                raise wire.EXCEPTIONS["ValueError"](
-                    f"your rule changed {changed} in place: compute a new array instead"
-                )
-            reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= WORKER_NUMBERS]
-        elif isinstance(reply.get("objects"), list):
-            try:
+        try:
+            if readonly:
+                changed = changed_inputs(session, reply, named)
+                if changed:
+                    raise wire.EXCEPTIONS["ValueError"](
+                        f"your rule changed {changed} in place: compute a new array instead"
+                    )
+                reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= WORKER_NUMBERS]
+            elif isinstance(reply.get("objects"), list):
                 reply["objects"] = check_changes(
                     qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS, allowed, session.objects
                 )
-            except (TypeError, IndexError, KeyError):
-                error = StudentError(f"{qualname} sent back a malformed object table")
-                raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None
+        except (TypeError, IndexError, KeyError, AttributeError, RecursionError):
+            error = StudentError(f"{qualname} sent back a malformed object table")
+            raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None
 
     def run_callback(self, session, reply, arrays):
         "The worker asks to call one of the grader's functions (a test's lambda, say): run it here, on the data."

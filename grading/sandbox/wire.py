@@ -16,6 +16,7 @@ The graph of a tensor can be 100,000 operations deep: objects are sent as a flat
 
 import io
 import json
+import math
 import struct
 
 import numpy as np
@@ -71,7 +72,7 @@ def array_from(data):
     try:
         array = np.load(io.BytesIO(data), allow_pickle=False)
     except Exception as error:  # noqa: BLE001  (whatever numpy says about malformed bytes)
-        raise WireError(f"an array that is not plain numbers: {error}") from None
+        raise WireError(f"an array that is not plain numbers ({type(error).__name__})") from None  # (its text quotes)
     if not isinstance(array, np.ndarray) or array.dtype.kind not in ARRAY_KINDS or array.dtype.fields:
         raise WireError(f"an array of dtype {getattr(array, 'dtype', '?')}: only numbers may cross")
     return array
@@ -108,28 +109,38 @@ def unpack(read):
     if size > MAX_MESSAGE:
         raise WireError(f"a message of {size} bytes (more than {MAX_MESSAGE})")
     body = read_exactly(read, size)
-    (head_size,) = struct.unpack("<Q", body[:8])
     try:
+        (head_size,) = struct.unpack("<Q", body[:8])
         header = json.loads(body[8 : 8 + head_size])
         layout, blobs = header.pop("arrays"), header.pop("blobs")
         shapes = [(str(d), tuple(int(n) for n in shape)) for d, shape in layout]
         sizes = [(str(d), int(n)) for d, n in blobs]
-    except (ValueError, KeyError, AttributeError, TypeError) as error:
-        raise WireError(f"a message that is not JSON of the expected form: {error}") from None
-    flat, at = {}, 8 + head_size
+    except Exception as error:  # noqa: BLE001  (struct.error, JSON nested too deep, a shape of letters …)
+        # its kind only: the text would quote the other side's data
+        raise WireError(f"a message that is not JSON of the expected form ({type(error).__name__})") from None
+    try:
+        return header, carved(body, 8 + head_size, sizes, shapes)
+    except WireError:
+        raise
+    except Exception:  # noqa: BLE001  (the message is the other side's: whatever it breaks is its fault)
+        # No detail of the error: its text would quote what the other side chose (a shape of its numbers, say)
+        raise WireError("arrays that do not fit the message") from None
+
+
+def carved(body, at, sizes, shapes):
+    "The message's arrays: each blob of one dtype read at `at`, then cut into the arrays of `shapes` in order."
+    flat = {}
     for dtype, n in sizes:
         flat[dtype] = array_from(body[at : at + n]).reshape(-1)
         at += n
     arrays, used = [], dict.fromkeys(flat, 0)
     for dtype, shape in shapes:
-        if dtype not in flat or any(n < 0 for n in shape):
-            raise WireError("an array that is not in the message")
-        count = int(np.prod(shape, dtype=np.int64))
-        if used[dtype] + count > flat[dtype].size:
+        count = math.prod(shape)  # Python's integers: NumPy's int64 product wraps around to 0 for (2**32, 2**32)
+        if dtype not in flat or any(n < 0 for n in shape) or used[dtype] + count > flat[dtype].size:
             raise WireError("an array that is not in the message")
         arrays.append(flat[dtype][used[dtype] : used[dtype] + count].reshape(shape))
         used[dtype] += count
-    return header, arrays
+    return arrays
 
 
 # -- What the student's code printed ----------------------------------------------------------------------------------
@@ -365,7 +376,16 @@ class Session:
 
     # -- receiving --
     def receive(self, header, arrays):
-        "Apply a message's object table (new objects made, known ones updated); return its decoded values."
+        """Apply a message's object table (new objects made, known ones updated); return its decoded values. Whatever
+        a malformed message breaks here is a WireError, with no detail (the text would quote the other side's data)."""
+        try:
+            return self._receive(header, arrays)
+        except WireError:
+            raise
+        except Exception as error:  # noqa: BLE001  (RecursionError, TypeError, MemoryError …: the sender's doing)
+            raise WireError(f"a message the receiver cannot read ({type(error).__name__})") from None
+
+    def _receive(self, header, arrays):
         table = header.get("objects", [])
         if not isinstance(table, list) or not all(
             isinstance(e, list) and len(e) == 3 and type(e[0]) is int and isinstance(e[1], str) for e in table
