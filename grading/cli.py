@@ -100,7 +100,10 @@ def late_policy(args):
     "The late policy of --due, --due-file, --released, --late-penalty and --trust-timestamps (grading.reports.late)."
     from .reports.late import make_policy
 
-    return make_policy(args.due or (), args.due_file, args.late_penalty, args.released, args.trust_timestamps)
+    options = (args.due, args.due_file, args.late_penalty, args.released, args.trust_timestamps or None)
+    if all(option is None for option in options):
+        return None  # none given: the late policy of the earlier runs into OUT, if any (autograde.remembered_policy)
+    return make_policy(args.due or (), args.due_file, args.late_penalty or "none", args.released, args.trust_timestamps)
 
 
 def warn_if_unsafe(args):
@@ -426,8 +429,9 @@ def parser():
     p.add_argument("--released", default=None, metavar="DATE", help="when the assignments were released")
     p.add_argument(
         "--late-penalty",
-        default="none",
-        help="none (default), zero, or P%%/day or P%%/hour with an optional cap: 10%%/day,max=50%%",
+        default=None,
+        help="none (default), zero, or P%%/day or P%%/hour with an optional cap: 10%%/day,max=50%%; a run given none "
+        "of these late options keeps those of the last run into OUT that was (none: drop them)",
     )
     p.add_argument(
         "--trust-timestamps",

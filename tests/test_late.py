@@ -41,6 +41,9 @@ def test_a_malformed_due_date_names_the_option_and_the_format():
         make_policy(["1 December"])
     with pytest.raises(GradingError, match=r"--due 09_nn=tomorrow: 'tomorrow' is not a date"):
         make_policy(["09_nn=tomorrow"])
+    for date in ("2026-12-01", "20261201", "2026-W49-2"):  # an instructor's finding: each was 00:00 of the day
+        with pytest.raises(GradingError, match=rf"'{date}' has no time of day; expected YYYY-MM-DDTHH:MM.*T23:59"):
+            make_policy([f"09_nn={date}"])
 
 
 def test_a_due_file_maps_assignments_and_its_errors_name_the_file(tmp_path):
@@ -182,6 +185,19 @@ def test_a_due_date_for_an_assignment_the_course_does_not_have_is_refused_before
         assert "'04_elementwse' (did you mean '04_elementwise'?), not an assignment of this course" in result.stderr
         assert "08_losses" not in result.stderr.split("the assignments are")[0], "a right name is not named"
         assert not (tmp_path / "out").exists(), "nothing is graded or written"
+
+
+def test_a_run_without_late_options_keeps_the_due_dates_of_the_earlier_run(tmp_path):
+    """An instructor's finding: grading again after a fix, with the README's plain command, dropped every late penalty
+    without a word. The options of the last run that had any are kept in OUT; --late-penalty none drops them."""
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    run = ["autograde", tmp_path / "subs", "--out", tmp_path / "out", "--unsafe-no-sandbox"]
+    run_cli(*run, "--due", "04_elementwise=2026-12-01T23:59Z", "--late-penalty", "10%/day")
+    again = run_cli(*run)
+    kept = "late policy of the earlier runs into"
+    assert f"{kept} {tmp_path / 'out'}: due 04_elementwise=2026-12-01T23:59+00:00, penalty 10%/day" in again.stdout
+    dropped = run_cli(*run, "--late-penalty", "none")
+    assert kept not in dropped.stdout and kept not in run_cli(*run).stdout, "dropped for the next runs too"
 
 
 def test_the_lms_export_takes_the_final_score():

@@ -5,6 +5,7 @@ from pathlib import Path
 
 STATE = ".grading"  # OUT/.grading: the run's courses, jobs, reference check and marker files
 UNFINISHED = "unfinished.json"  # in STATE while a run grades: the submissions its table still lacks
+LATE_POLICY = "late-policy.json"  # in STATE: the due dates and penalty of the last run that was given any
 
 
 def state_folder(out):

@@ -29,7 +29,7 @@ from ..common import csvsafe
 from ..common.answers import solved
 from ..common.defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from ..common.errors import GradingError
-from ..common.layout import UNFINISHED, state_folder
+from ..common.layout import LATE_POLICY, UNFINISHED, state_folder
 from ..common.notebooks import (
     REPO,
     course_notebooks,
@@ -43,7 +43,15 @@ from ..common.notebooks import (
 from ..reports import marking
 from ..reports.feedback import POLICIES
 from ..reports.feedback import publish as publish_feedback
-from ..reports.late import Policy, assess, check_names, penalised
+from ..reports.late import (
+    Policy,
+    assess,
+    check_names,
+    describe_policy,
+    penalised,
+    policy_of_record,
+    policy_record,
+)
 from ..reports.page import install_mathjax, plain_notebook
 from ..sandbox import sandbox
 from ..student.export import copy_package_skeleton, export_package
@@ -486,11 +494,14 @@ def autograde(
     # A notebook without tests or answers (02b_diagnosis, 15_viz: given code only) is a chapter to read, not an assignment.
     given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}
     found = [item for item in found if item[1] not in given]
+    out = Path(out).resolve()
+    given_late, late = late, late if late is not None else remembered_policy(out, log)
     if late is not None:
         check_names(late, set(instructor) - given)  # before anything is graded
-    out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):
+        if given_late is not None:
+            remember_policy(out, given_late)
         policies = Policies(variant_secret(out, secret_file, log), feedback, late or Policy(), now, held_out)
         run = Run(
             out,
@@ -704,6 +715,30 @@ def _autograde(run, found, problems, workers, progress, log):
 
 
 PUBLISH_EVERY = 2.0  # seconds: how current grades.csv and gradebook.json are kept while a run goes on
+
+
+def remembered_policy(out, log):
+    """The late policy of the last run into OUT that was given one (None if none was): a run without late options keeps
+    it, so that grading again after a fix does not drop every penalty without a word (an instructor's finding)."""
+    path = state_folder(out) / LATE_POLICY
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise GradingError(
+            f"{path}: not the late policy an earlier run saved; delete it, and pass the options"
+        ) from None
+    policy = policy_of_record(record)
+    if policy.due or policy.released:
+        log(f"late policy of the earlier runs into {out}: {describe_policy(policy)} (--late-penalty none to drop it)")
+    return policy
+
+
+def remember_policy(out, policy):
+    "Keep the late policy the options gave for the next runs into OUT (remembered_policy)."
+    state_folder(out).mkdir(parents=True, exist_ok=True)
+    write_atomic(state_folder(out) / LATE_POLICY, json.dumps(policy_record(policy), indent=1))
 
 
 def mark_unfinished(state, todo, done):

@@ -83,6 +83,11 @@ def parse_time(text, where):
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise GradingError(f"{where}: {raw!r} is not a date and time; expected {TIME_FORMAT}.") from None
+    if not re.search(r"\d[T ]\d", value):  # an instructor's finding: '2026-12-01' was that day's first minute
+        raise GradingError(
+            f"{where}: {raw!r} has no time of day; expected {TIME_FORMAT}. A date alone would be 00:00, the start of "
+            "the day, which makes every submission of that day late: for its end, write the time (T23:59)."
+        )
     return moment if moment.tzinfo else moment.astimezone()  # no zone: the grading machine's local time
 
 
@@ -138,6 +143,35 @@ def make_policy(due=(), due_file=None, penalty="none", released=None, trust_time
     if result.penalty.fraction and not dates:
         raise GradingError("--late-penalty needs a due date: pass --due DATE or --due-file FILE.")
     return result
+
+
+def policy_record(policy):
+    "The policy as JSON data (OUT keeps the last run's: see remembered_policy)."
+    return {
+        "due": {name: when.isoformat() for name, when in policy.due.items()},
+        "released": {name: when.isoformat() for name, when in policy.released.items()},
+        "penalty": policy.penalty.text,
+        "trust_timestamps": policy.trust_timestamps,
+    }
+
+
+def policy_of_record(record):
+    "The Policy of policy_record's data; GradingError where it is not such data."
+    try:
+        due = {name: parse_time(when, "the saved due date") for name, when in record["due"].items()}
+        released = {name: parse_time(when, "the saved release") for name, when in record["released"].items()}
+        return Policy(due, released, parse_penalty(record["penalty"]), bool(record["trust_timestamps"]))
+    except (KeyError, TypeError, AttributeError) as error:
+        raise GradingError(f"the saved late policy is malformed ({type(error).__name__})") from None
+
+
+def describe_policy(policy):
+    "One line: the due dates and the penalty, as the options would give them."
+    if not policy.due and not policy.released:
+        return "no due dates"
+    dates = ", ".join(f"{name}={when.isoformat(timespec='minutes')}" for name, when in sorted(policy.due.items()))
+    released = f", released {policy.released['*'].isoformat(timespec='minutes')}" if "*" in policy.released else ""
+    return f"due {dates or 'never'}{released}, penalty {policy.penalty.text}"
 
 
 def check_names(policy, assignments):
