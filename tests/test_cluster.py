@@ -379,6 +379,15 @@ def test_a_stopped_run_stops_the_jobs_running_on_the_workers(kit, tmp_path):
         cluster.close()
 
 
+@pytest.mark.parametrize("address", ["local:0", "local:x", "local:2 ", "tcp://scheduler host:8786"])
+def test_a_malformed_cluster_is_refused_before_anything_is_written(tmp_path, address):
+    "An instructor's finding: `--cluster local:x` was refused only after the run had made OUT and its course secret."
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    result = run_cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", "--cluster", address)
+    assert result.returncode == 2 and f"--cluster {address}" in result.stderr.replace("'", ""), result.stderr
+    assert "expected local:N" in result.stderr and not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_an_unreachable_scheduler_is_named_and_the_table_is_left_as_it_was(small_class, tmp_path):
     root = small_class["root"]

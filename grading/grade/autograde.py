@@ -56,7 +56,7 @@ from ..reports.page import install_mathjax, plain_notebook
 from ..sandbox import sandbox
 from ..student.export import copy_package_skeleton, export_package
 from . import heldout
-from .cluster import ClusterRunner
+from .cluster import ClusterRunner, check_address
 from .job import Spec, digest, manual_note, test_cells
 from .runner import Runner, load_result
 from .submissions import find_submissions as read_folder
@@ -523,6 +523,7 @@ def isolation_for(unsafe_no_sandbox, student_user, cluster):
     "How students' code runs (grading.sandbox.sandbox.isolation); on a cluster, bubblewrap is checked on the workers."
     if not cluster:
         return sandbox.isolation(unsafe_no_sandbox, student_user)
+    check_address(cluster)  # before OUT is written
     if student_user:
         raise GradingError("--student-user grades one submission at a time on this machine: not with --cluster")
     return "none" if unsafe_no_sandbox else "bwrap"

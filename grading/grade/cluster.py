@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import tarfile
 import tempfile
@@ -55,6 +56,19 @@ OTHER_GRADER = (
 )
 
 
+def check_address(address):
+    """GradingError for a --cluster that is neither local:N nor a scheduler's address (tcp://HOST:8786): said before
+    anything is written, as an unreachable scheduler is said before anything is graded."""
+    if address.startswith("local:"):
+        count = address.removeprefix("local:")
+        if not count.isdigit() or int(count) < 1:
+            raise GradingError(f"--cluster {address}: expected local:N with N the number of workers, e.g. local:2")
+    elif not re.fullmatch(r"([a-z]+://)?[\w.-]+(:\d+)?|[a-z]+://\[[0-9a-fA-F:]+\](:\d+)?", address):
+        raise GradingError(
+            f"--cluster {address!r}: expected local:N or the address of a Dask scheduler, tcp://HOST:8786"
+        )
+
+
 def start_client(address):
     """A dask.distributed Client of the scheduler at `address`, or of a new LocalCluster of N workers for `local:N`;
     GradingError when Dask is not installed or the scheduler cannot be reached."""
@@ -62,10 +76,9 @@ def start_client(address):
         from distributed import Client, LocalCluster
     except ImportError:
         raise GradingError(f"--cluster needs Dask's distributed scheduler, which is not installed: {INSTALL}") from None
+    check_address(address)
     if address.startswith("local:"):
         count = address.removeprefix("local:")
-        if not count.isdigit() or int(count) < 1:
-            raise GradingError(f"--cluster {address}: expected local:N with N the number of workers, e.g. local:2")
         cluster = LocalCluster(n_workers=int(count), threads_per_worker=1, dashboard_address=None)
         return Client(cluster)
     try:
