@@ -104,13 +104,34 @@ def test_update_adds_and_refreshes_the_releases_files_and_keeps_the_students(tmp
     assert (kit / "notes.txt").read_text() == "my notes"
     assert (kit / "README.md").read_text() == "readme 2", "untouched: refreshed"
     assert (kit / "03_gradcheck" / "03_gradcheck.ipynb").read_text() == "notebook 03", "new: added"
-    assert lines[0].endswith("2 files added, 2 unchanged files refreshed"), lines
+    assert lines[0].endswith("2 files added, 2 files of the release refreshed"), lines
     assert lines[1] == f"kept as the student left them: {NOTEBOOK}, notes.txt"
     manifest = read_manifest(kit)
     assert manifest[NOTEBOOK] == hashes(make_kit(tmp_path / "r1", {NOTEBOOK: original}))[NOTEBOOK]
     assert "notes.txt" not in manifest, "the student's file stays theirs"
     state = compare(kit, manifest)
     assert (state.changed, state.extra) == ([NOTEBOOK], ["notes.txt"]), "a later release still sees the work"
+
+
+def test_update_puts_a_changed_release_of_a_notebook_the_student_changed_beside_it(tmp_path):
+    """An instructor's finding: a kept notebook silently lacked the new release's test; its new version now lies
+    beside it, and is refreshed by later updates until the student changes it too."""
+    kit = make_kit(tmp_path / "kit", RELEASE_1)
+    (kit / NOTEBOOK).write_text("notebook 02 with the student's answers")
+    lines = []
+    release_3 = dict(RELEASE_1, **{NOTEBOOK: "notebook 02, with a new test"})
+    update_in_place(make_kit(tmp_path / "staged", release_3), kit, check_output(kit, update=True), lines.append)
+    beside = kit / "02_function" / "02_function.new.ipynb"
+    assert (kit / NOTEBOOK).read_text() == "notebook 02 with the student's answers"
+    assert beside.read_text() == "notebook 02, with a new test"
+    assert any("its new version is beside each, 02_function/02_function.new.ipynb" in line for line in lines), lines
+    release_4 = dict(RELEASE_1, **{NOTEBOOK: "notebook 02, fixed again"})
+    update_in_place(make_kit(tmp_path / "staged4", release_4), kit, check_output(kit, update=True), lines.append)
+    assert beside.read_text() == "notebook 02, fixed again", "the release's copy is the release's: refreshed"
+    beside.write_text("the new version, with the student's answers moved in")
+    release_5 = dict(RELEASE_1, **{NOTEBOOK: "notebook 02, fifth"})
+    update_in_place(make_kit(tmp_path / "staged5", release_5), kit, check_output(kit, update=True), lines.append)
+    assert beside.read_text() == "the new version, with the student's answers moved in", "now the student's: kept"
 
 
 def test_update_never_writes_through_a_link_the_student_made(tmp_path):

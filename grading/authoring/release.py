@@ -187,15 +187,42 @@ def update_in_place(staged, out, state, log):
         shutil.copyfile(staged / relative, tmp)
         os.replace(tmp, target)
         (refreshed if existed else added).append(relative)
+    beside = new_versions_beside(staged, out, state, kept, new)
     manifest = {path: digest for path, digest in state.manifest.items() if path not in new}  # no longer released
     manifest.update({path: new[path] for path in added + refreshed})
     manifest.update({path: state.manifest[path] for path in kept if path in state.manifest})
+    manifest.update({copy: new[relative] for relative, copy in beside.items()})
     write_manifest(out, manifest)
-    log(f"updated {out}: {len(added)} files added, {len(refreshed)} unchanged files refreshed")
+    log(f"updated {out}: {len(added)} files added, {len(refreshed)} files of the release refreshed")
     if state.work:
         log(f"kept as the student left them: {listing(state.work, most=20)}")
+    if beside:
+        log(
+            "the release changed these since, and the student changed them too: its new version is beside each, "
+            f"{listing(list(beside.values()), most=20)} (move the answers into it, or its changes into the notebook)"
+        )
     if kept:
         log(f"run python -m grading export in {out} to bring tinytorch/ up to date with the notebooks")
+
+
+def new_versions_beside(staged, out, state, kept, new):
+    """{notebook: its copy}: each notebook the student changed whose release changed too (an instructor's finding: the
+    kept notebook silently lacked a new test), written beside it as NAME.new.ipynb, where that is no file of the
+    student's (a copy of an earlier update is replaced)."""
+    beside = {}
+    for relative in kept:
+        if not relative.endswith(".ipynb") or state.manifest.get(relative) in (None, new[relative]):
+            continue
+        copy = relative.removesuffix(".ipynb") + ".new.ipynb"
+        target = out / copy
+        theirs = copy in state.work or (target.exists() and copy not in state.manifest)  # (their answers moved in)
+        if theirs or blocked(out, copy) or target.is_symlink():
+            continue
+        tmp = target.with_name(f".{target.name}.release-tmp")
+        shutil.copyfile(staged / relative, tmp)
+        os.replace(tmp, target)
+        beside[relative] = copy
+    return beside
 
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
