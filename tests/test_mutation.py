@@ -1061,6 +1061,23 @@ LATER = [
         "dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)",
         "dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors))",
     ),
+    # from the seventeenth session's second solver: writes into grad, which is p.grad.data, passed every test (9/9)
+    (
+        "10_optimizers",
+        "sgd",
+        "the velocity built in grad itself (v = grad; v += ...)",
+        "            velocity = self.velocity[i]\n            velocity *= self.momentum  # in place: no new array per step\n"
+        "            velocity += grad\n            grad = velocity",
+        "            velocity = grad\n            velocity += self.momentum * self.velocity[i]\n"
+        "            self.velocity[i] = velocity",
+    ),
+    (
+        "10_optimizers",
+        "adam",
+        "grad rescaled in place",
+        "        self.t[i] += 1",
+        "        self.t[i] += 1\n        grad *= 1.0",
+    ),
 ]
 MUTANTS += LATER
 
