@@ -575,6 +575,30 @@ NAMED_FAILURES = [
         ["output array is read-only. update wrote into grad in place", "step() hands over read-only"],
     ),
     ("10_optimizers", "grad rescaled in place", "adam", ["one Adam step: output array is read-only"]),
+    (
+        "10_optimizers",
+        "no bias correction",
+        "adam_eps_hidden",
+        ["Likely cause: the running averages were used without their bias correction"],
+    ),
+    (
+        "10_optimizers",
+        "no bias correction",
+        "adam_skip_hidden",
+        ["Likely cause: the running averages were used without their bias correction"],
+    ),
+    (
+        "10_optimizers",
+        "running averages in local names, never stored",
+        "adam_eps_hidden",
+        ["Likely cause: the running averages were not kept between steps"],
+    ),
+    (
+        "10_optimizers",
+        "running averages in local names, never stored",
+        "adam_skip_hidden",
+        ["Likely cause: the running averages were not kept between steps"],
+    ),
 ]
 
 

@@ -1078,6 +1078,24 @@ LATER = [
         "        self.t[i] += 1",
         "        self.t[i] += 1\n        grad *= 1.0",
     ),
+    (  # each failed every Adam test, and two hidden tests named a cause of their own (eps's place, one step count)
+        "10_optimizers",
+        "adam",
+        "no bias correction",
+        "m_hat = self.m[i] / (1 - self.beta1 ** self.t[i])\n        u_hat = self.u[i] / (1 - self.beta2 ** self.t[i])",
+        "m_hat = self.m[i]\n        u_hat = self.u[i]",
+    ),
+    (
+        "10_optimizers",
+        "adam",
+        "running averages in local names, never stored",
+        "self.m[i] = self.beta1 * self.m[i] + (1 - self.beta1) * grad\n"
+        "        self.u[i] = self.beta2 * self.u[i] + (1 - self.beta2) * grad * grad\n"
+        "        m_hat = self.m[i] / (1 - self.beta1 ** self.t[i])\n        u_hat = self.u[i] / (1 - self.beta2 ** self.t[i])",
+        "m = self.beta1 * self.m[i] + (1 - self.beta1) * grad\n"
+        "        u = self.beta2 * self.u[i] + (1 - self.beta2) * grad * grad\n"
+        "        m_hat = m / (1 - self.beta1 ** self.t[i])\n        u_hat = u / (1 - self.beta2 ** self.t[i])",
+    ),
 ]
 MUTANTS += LATER
 
