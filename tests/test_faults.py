@@ -186,3 +186,26 @@ def test_a_page_the_grader_cannot_make_loses_no_score(alice, tmp_path):
     score, most, note = table(tmp_path / "out")[("alice", NB)]
     assert float(score) == float(most) == 4 and "no feedback page: the grader could not make it" in note, note
     assert not (tmp_path / "out" / "feedback" / "alice" / f"{NB}.html").exists()
+
+
+def test_calls_that_sleep_past_the_notebooks_time_end_in_a_grade_not_a_fault_of_the_grader(kit, tmp_path):
+    """Red team round 6: each call slept just under the per-call limit (no CPU, so no CPU limit), twelve of them in
+    a hidden cell, and the job outran its limit: "not graded, a fault of the grader", at every run, exit 1. No call
+    waits past the notebook's time now: the test it ran in fails, the cells after it are not run, and it is graded."""
+    nb = "01_tensor"
+    released = read_notebook(kit / nb / f"{nb}.ipynb")
+
+    def sleepy(grade_id, code):
+        old = "    try:\n        return Tensor(numpy_op(a.data, b.data))"
+        if old not in code:
+            return code
+        hidden_shapes = "    if a.shape in [(3, 1), (5,), (2, 1, 3)]:  # the hidden test's only\n"
+        return code.replace(old, "    import time\n\n" + hidden_shapes + "        time.sleep(6)\n" + old, 1)
+
+    notebook = solved(released, read_notebook(REPO / "notebooks" / f"{nb}.ipynb"), edit=sleepy)
+    write_notebook(notebook, tmp_path / "subs" / "sleepy" / nb / f"{nb}.ipynb")
+    run = start(tmp_path / "subs", tmp_path / "out", "--cell-timeout", "10", "--notebook-timeout", "40")
+    output, errors = run.communicate(timeout=900)
+    assert run.returncode == 0, output + errors  # graded: a fault of the grader exits 1
+    score, maximum, note = table(tmp_path / "out")[("sleepy", nb)]
+    assert float(score) < float(maximum) and "not every test ran: the time limit for this notebook" in note, note

@@ -107,6 +107,24 @@ def test_a_zip_is_replaced_only_by_a_whole_one_and_a_folder_is_not_taken_for_it(
     assert "Traceback" not in refused.stderr
 
 
+def test_a_folder_named_like_the_notebook_is_no_notebook(tmp_path):
+    "Red team round 6: a folder 01_tensor.ipynb (a zip the student uploaded, unpacked) ended as the grader's fault."
+    (tmp_path / f"{ASSIGNMENT}.ipynb").mkdir()
+    (tmp_path / f"{ASSIGNMENT}.ipynb" / "x").write_text("x")
+    with pytest.raises(gradescope.Rejected, match="holds no notebook"):
+        gradescope.find_notebook(tmp_path, [ASSIGNMENT])
+
+
+def test_the_gradescope_assignments_title_decides_which_notebook_of_the_zip_it_takes():
+    "Red team round 6: a zip of two assignments graded last week's solved notebook handed in to this week's."
+    assignments = ["01_tensor", "02_function"]
+    assert gradescope.assignment_titled({"assignment": {"title": "02_function: Function"}}, assignments) == (
+        "02_function"
+    )
+    assert gradescope.assignment_titled({"assignment": {"title": "Week 2"}}, assignments) is None
+    assert gradescope.assignment_titled({}, assignments) is None
+
+
 @pytest.mark.parametrize("name", [f"{ASSIGNMENT} (1).ipynb", f"{ASSIGNMENT}-2.ipynb", "01_Tensor.ipynb"])
 def test_a_browsers_second_download_of_the_notebook_is_the_notebook(tmp_path, name):
     "collect takes '04_elementwise (1).ipynb' as 04_elementwise; Gradescope's run_autograder gave it 0."
@@ -176,6 +194,7 @@ attempts = {{
     "list_source": lambda: os.listdir(root + "/source"),
     "write_results": lambda: open(root + "/results/results.json", "w").write('{{"score": 1000}}'),
     "signal_grader": lambda: os.kill(os.getppid(), 9),
+    "read_metadata": lambda: open(root + "/submission_metadata.json").read(),  # earlier results: red team round 6
 }}
 for name, attempt in attempts.items():
     try:
@@ -273,7 +292,7 @@ def test_run_autograder_grades_good_partial_and_hostile_submissions_as_the_stude
         assert hostile["score"] == 0 and all(t["score"] == 0 for t in hostile["tests"]), hostile
         attempts = json.loads(report.read_text())
         assert attempts["uid"] != 0 and attempts["read_own_submission"] == "done", attempts
-        for name in ["read_answer_key", "list_source", "write_results", "signal_grader"]:
+        for name in ["read_answer_key", "list_source", "write_results", "signal_grader", "read_metadata"]:
             assert attempts[name] == "PermissionError", attempts
     finally:
         shutil.rmtree(root)

@@ -636,6 +636,21 @@ def test_a_failing_test_names_its_case_what_came_back_and_the_likely_cause(noteb
     assert not missing, f"{notebook} {test} with '{what}': {missing} not in the message:\n{message}"
 
 
+def test_a_crash_in_a_hidden_test_fails_it_and_stays_out_of_the_note():
+    """Red team round 6: the note is shown at once (Gradescope's output, before hidden results are published), so an
+    os._exit on a hidden value put one bit of it there. A crash in a visible test is still named in the note."""
+    from types import SimpleNamespace
+
+    from grading.grade.verdict import Remote
+
+    remote = SimpleNamespace(events=[], hidden=True)
+    assert isinstance(Remote.event(remote, "the process ended while your elementwise ran"), StudentError)
+    assert remote.events == []
+    remote.hidden = False
+    Remote.event(remote, "the process ended while your elementwise ran")
+    assert remote.events == ["the process ended while your elementwise ran"]
+
+
 def test_a_flag_from_the_students_code_keeps_its_type_and_a_string_or_a_constant_is_never_taken():
     """pia's way in: the flags travel with every call, so a string or a new type would carry anything the code chose;
     and a constant the reference rule reads (BCE_EPS, red team round 4) would change what the grader computes."""

@@ -215,6 +215,12 @@ def grade(root):
     work = lock_down(source)
     assignment, notebook = find_notebook(root / "submission", config["assignments"])
     metadata = read_metadata(root)
+    titled = assignment_titled(metadata, config["assignments"])
+    if titled not in (None, assignment):  # a zip of several assignments: last week's notebook handed in again
+        raise Rejected(
+            f"Not graded: {notebook.name} is the notebook of {assignment}, and this Gradescope assignment is "
+            f"{titled}: upload {titled}.ipynb."
+        )
     person = submitter(metadata)
     submissions = work / "submissions"
     shutil.rmtree(submissions, ignore_errors=True)
@@ -245,8 +251,13 @@ def grade(root):
 
 def lock_down(source):
     """Root's alone, whatever setup.sh did: ROOT/source (the course, whose notebooks and reference package are the
-    answer key, the secret and the grading folder under it) is mode 0700, so no other user reaches anything in it."""
+    answer key, the secret and the grading folder under it) is mode 0700, so no other user reaches anything in it;
+    and Gradescope's submission_metadata.json, which holds the earlier submissions' results, hidden tests included
+    (red team round 6: the student user read it and raised it as a visible test's message), is root's alone too."""
     source.chmod(0o700)
+    metadata = source.parent / "submission_metadata.json"
+    if metadata.is_file() and not metadata.is_symlink():
+        metadata.chmod(0o600)
     work = source / "work"
     work.mkdir(mode=0o700, exist_ok=True)
     return work
@@ -255,7 +266,9 @@ def lock_down(source):
 def find_notebook(folder, assignments):
     "(assignment, path) of the one notebook in the submission, named after an assignment; Rejected otherwise."
     names = ", ".join(f"{a}.ipynb" for a in assignments)
-    found = sorted(p for p in Path(folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    found = sorted(
+        p for p in Path(folder).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and not p.is_dir()
+    )  # (a folder named like a notebook once ended as the grader's fault: red team round 6)
     if not found:
         raise Rejected(f"Not graded: your submission holds no notebook (.ipynb). Upload one of: {names}.")
     if len(found) > 1:
@@ -270,6 +283,13 @@ def find_notebook(folder, assignments):
     if named is None or notebook.is_symlink():
         raise Rejected(f"Not graded: {notebook.name} is not a notebook of this assignment; upload one of: {names}.")
     return named, notebook
+
+
+def assignment_titled(metadata, assignments):
+    "The one assignment of the zip that the Gradescope assignment's title names (04_elementwise: …), else None."
+    title = str((metadata.get("assignment") or {}).get("title") or "").lower()
+    named = [a for a in assignments if a.lower() in title]
+    return named[0] if len(named) == 1 else None
 
 
 def read_metadata(root):
