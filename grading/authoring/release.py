@@ -182,10 +182,7 @@ def update_in_place(staged, out, state, log):
             kept.append(relative)
             continue
         existed = target.exists()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.release-tmp")
-        shutil.copyfile(staged / relative, tmp)
-        os.replace(tmp, target)
+        copy_in(staged / relative, target)
         (refreshed if existed else added).append(relative)
     beside = new_versions_beside(staged, out, state, kept, new)
     manifest = {path: digest for path, digest in state.manifest.items() if path not in new}  # no longer released
@@ -205,6 +202,14 @@ def update_in_place(staged, out, state, log):
         log(f"run python -m grading export in {out} to bring tinytorch/ up to date with the notebooks")
 
 
+def copy_in(source, target):
+    "Copy `source` to `target` whole: written beside it, then put in its place (never half a file, nor through a link)."
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.release-tmp")
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+
+
 def new_versions_beside(staged, out, state, kept, new):
     """{notebook: its copy}: each notebook the student changed whose release changed too (an instructor's finding: the
     kept notebook silently lacked a new test), written beside it as NAME.new.ipynb, where that is no file of the
@@ -218,9 +223,7 @@ def new_versions_beside(staged, out, state, kept, new):
         theirs = copy in state.work or (target.exists() and copy not in state.manifest)  # (their answers moved in)
         if theirs or blocked(out, copy) or target.is_symlink():
             continue
-        tmp = target.with_name(f".{target.name}.release-tmp")
-        shutil.copyfile(staged / relative, tmp)
-        os.replace(tmp, target)
+        copy_in(staged / relative, target)
         beside[relative] = copy
     return beside
 

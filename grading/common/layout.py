@@ -16,3 +16,8 @@ def state_folder(out):
 def unfinished_marker(out):
     "The marker a run leaves in OUT while submissions remain ungraded (export-grades refuses such a table)."
     return state_folder(out) / UNFINISHED
+
+
+def late_policy_file(out):
+    "The late policy of the last run into OUT that was given one (a run without late options keeps it)."
+    return state_folder(out) / LATE_POLICY

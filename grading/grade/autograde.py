@@ -29,7 +29,7 @@ from ..common import csvsafe
 from ..common.answers import solved
 from ..common.defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
 from ..common.errors import GradingError
-from ..common.layout import LATE_POLICY, UNFINISHED, state_folder
+from ..common.layout import UNFINISHED, late_policy_file, state_folder
 from ..common.notebooks import (
     REPO,
     course_notebooks,
@@ -721,7 +721,7 @@ PUBLISH_EVERY = 2.0  # seconds: how current grades.csv and gradebook.json are ke
 def remembered_policy(out, log):
     """The late policy of the last run into OUT that was given one (None if none was): a run without late options keeps
     it, so that grading again after a fix does not drop every penalty without a word (an instructor's finding)."""
-    path = state_folder(out) / LATE_POLICY
+    path = late_policy_file(out)
     if not path.is_file():
         return None
     try:
@@ -738,8 +738,8 @@ def remembered_policy(out, log):
 
 def remember_policy(out, policy):
     "Keep the late policy the options gave for the next runs into OUT (remembered_policy)."
-    state_folder(out).mkdir(parents=True, exist_ok=True)
-    write_atomic(state_folder(out) / LATE_POLICY, json.dumps(policy_record(policy), indent=1))
+    late_policy_file(out).parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(late_policy_file(out), json.dumps(policy_record(policy), indent=1))
 
 
 def mark_unfinished(state, todo, done):

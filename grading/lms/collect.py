@@ -334,7 +334,7 @@ def latest(placements):
                 f"as late as {last.found.member.path}, which was kept (the last by name): check which one was meant"
                 if tie
                 else f"an earlier submission than {last.found.member.path} by {last.time_from}, which was kept"
-                + ("" if last.time_from == "the LMS's submission time" else ": check which one was meant")
+                + ("" if last.found.submitted is not None else ": check which one was meant")  # (no LMS time)
             )
             rows.append(other.row(SUPERSEDED, why))
     return kept, rows
