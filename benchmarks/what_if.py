@@ -17,7 +17,7 @@ Contenders, all on the digits step of run.py (64→128→10, batch 64, SGD), the
   rule (PyTorch's addmm: no transpose and no bias-add nodes); and both, backpropagated by an engine with every
   check, message and hook left out (`lean_backward`).
 
-None of these is the course's engine: they are experiments to put numbers on the README's profile. Timed by CPU
+None of these is the course's engine: they are experiments to put numbers on the profile in docs/benchmarks.md. Timed by CPU
 time (`time.process_time`), the minimum of the rounds, contenders in alternation (cpu_time.least_disturbed), so that a
 loaded machine disturbs the ratios less.
 """

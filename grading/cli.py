@@ -113,7 +113,7 @@ def warn_if_unsafe(args):
         print(
             f"warning: --unsafe-no-sandbox: {problem()}, so submissions run with your permissions and could read "
             "or change your files. The verdict is still computed outside the students' processes. Grade code you "
-            "do not trust only in a sandbox (see grading/README.md).",
+            "do not trust only in a sandbox (see docs/design.md).",
             file=sys.stderr,
         )
 
@@ -207,7 +207,7 @@ def cmd_demo(args):
     if problem() is not None:
         print(
             f"note: {problem()}: the demo grades its own two generated notebooks without the sandbox; grading "
-            "students' code needs it (see grading/README.md)"
+            "students' code needs it (see docs/design.md)"
         )
     rows = autograde(out / "submissions", out / "grades", progress=_progress(), log=print, unsafe_no_sandbox=True)
     print_table(rows)
@@ -266,7 +266,7 @@ def cmd_class(args):
         for student in sorted(NEEDS_SANDBOX):
             print(
                 f"{student}: not checked: reading or writing the grader's files is stopped by the sandbox, "
-                "which cannot run here (see grading/README.md)"
+                "which cannot run here (see docs/design.md)"
             )
             expected.pop(student)
     wrong = compare(rows, expected)
@@ -409,7 +409,7 @@ def parser():
         metavar="FILE.npz",
         help="your own 8x8 digits, kept outside the repository, which the capstone's held-out accuracy is measured "
         "on instead of a part of the shipped digits (np.savez(FILE, X=images, y=labels): X (n, 64) in [0, 1], y "
-        "integers 0-9); read only by the grader, never by students' code; see grading/README.md",
+        "integers 0-9); read only by the grader, never by students' code; see docs/instructor.md",
     )
     p.add_argument(
         "--feedback",

@@ -113,7 +113,7 @@ def derive_cell(cell, where):
     if cell.cell_type == "code" and magic is not None:
         raise GradingError(
             f"{where}: {magic.strip()!r} is IPython syntax; the grader also runs every cell as plain "
-            "Python (the clean room, grading/README.md). Use Python instead (e.g. subprocess, not !)."
+            "Python (the clean room, docs/design.md). Use Python instead (e.g. subprocess, not !)."
         )
     return _meta(f"cell-{cell.get('id') or where}")
 

@@ -5,7 +5,7 @@ process: the student's result is plain data by then) and compares the two in flo
 written, agrees with the reference to rounding error, about 1e-16 relative. Finite differences of the forward agree
 only to the difference error: at least ~1e-11 relative for any step in float64 (the step's truncation error against its
 rounding error), so the band between the two means "numerical". A result that is further off is left to the test,
-whose message diagnoses it. What this cannot see (grading/README.md): a linear rule differentiated away from its
+whose message diagnoses it. What this cannot see (docs/design.md): a linear rule differentiated away from its
 inputs (at 0, say), which is exact, and extrapolated or complex-step differentiation.
 
 The band reaches up to the tests' own tolerance (rtol 1e-3 in check_backward): a numerical rule scaled by (1 + 1e-4)

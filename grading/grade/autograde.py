@@ -840,7 +840,7 @@ def check_reference(run, runner, assignments, log):
             f"nothing was graded. {'; '.join(failures[:3])[:1500]}. Check that the Python running the grader "
             f'({sandbox.interpreter()}) has the course installed (pip install -e ".[dev]"), that the limits '
             "(--cell-timeout, --memory-mb) are not too small, and that no test cell was changed so that the solution "
-            "itself fails it; grading/README.md, 'Where it runs', lists what grading needs"
+            "itself fails it; docs/design.md, 'Where it runs', lists what grading needs"
             + held_out_hint(run, [f.split(":")[0] for f in failures])
         )
 

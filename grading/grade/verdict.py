@@ -474,7 +474,7 @@ def describe_hidden(error, source=""):
     message is shown with quoted text blanked, but for a quote the test's `source` holds as it is (a section's name,
     'The step', or padding='same'): the instructor wrote that. The numbers the test's message gives (which input, the shapes, the
     worst element's two values) stay: a rule that fails on purpose can put a few of its numbers there, and
-    `--feedback summary` shows none (grading/README.md, "What the students see")."""
+    `--feedback summary` shows none (docs/instructor.md, "What the students see")."""
     if getattr(error, "raised_by_student", False):
         kind = "an error of its own class" if isinstance(error, StudentError) else type(error).__name__
         where = f"your {error.raised_in}" if getattr(error, "raised_in", None) else "your code"

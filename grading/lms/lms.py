@@ -205,7 +205,7 @@ def unmarked_warning(book, assignments, grading_dir):
     return (
         f"{total} submission{'' if total == 1 else 's'} with written answers not all marked yet ({listed}), exported "
         f"with the marks made so far and the note '{NOT_MARKED}'; mark them in formgrader "
-        f"({Path(grading_dir) / 'marking'}, see grading/README.md) and export again"
+        f"({Path(grading_dir) / 'marking'}, see docs/instructor.md) and export again"
     )
 
 
