@@ -1,5 +1,6 @@
 """`python -m grading demo` checks its own table against the README's promise and fails when it differs."""
 
+from conftest import REPO
 from grading.cli import demo_mismatches
 from grading.grade.autograde import Row, graded_assignments
 
@@ -29,3 +30,9 @@ def test_a_missing_row_and_a_row_not_graded_are_mismatches():
     wrong = demo_mismatches(rows)
     assert "bob/04_elementwise: no row" in wrong
     assert any(line.startswith("carol/01_tensor: not graded") for line in wrong)
+
+
+def test_the_readme_states_the_promise_the_demo_checks():
+    "The demo's error says the table 'is not what the README promises': the README says what that is."
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "alice gets full marks in every graded notebook, bob 0" in readme

@@ -188,7 +188,7 @@ def test_a_due_date_for_an_assignment_the_course_does_not_have_is_refused_before
 
 
 def test_a_run_without_late_options_keeps_the_due_dates_of_the_earlier_run(tmp_path):
-    """An instructor's finding: grading again after a fix, with the README's plain command, dropped every late penalty
+    """An instructor's finding: grading again after a fix, with the guide's plain command, dropped every late penalty
     without a word. The options of the last run that had any are kept in OUT; --late-penalty none drops them."""
     (tmp_path / "subs" / "ada").mkdir(parents=True)
     run = ["autograde", tmp_path / "subs", "--out", tmp_path / "out", "--unsafe-no-sandbox"]

@@ -1,5 +1,6 @@
 """The seed's API (issue 12): enable_autograd's notice, tensors made before it, retain_grad and the warning on a
-non-leaf's .grad, and the README's seed examples run exactly as written, with their gradients' values checked."""
+non-leaf's .grad, and the seed examples (docs/package.md; the first also in the README) run exactly as written,
+with their gradients' values checked."""
 
 import contextlib
 import io
@@ -155,20 +156,21 @@ def test_a_retained_tensor_that_is_gone_does_not_break_backward():
     assert np.allclose(x.grad.data, [2.0, 4.0])
 
 
-# The README's seed examples, exactly as written.
+# The seed examples, exactly as written where users read them: all three in docs/package.md, the first in the README.
+SEED_DOC = REPO / "docs" / "package.md"
 
 
-def readme_examples():
-    text = (REPO / "README.md").read_text()
+def seed_examples():
+    text = SEED_DOC.read_text()
     section = text.split("## The seed examples", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 
 def run_example(source):
-    "Run a README block; return its namespace and the lines it printed, and the lines its comments say it prints."
+    "Run a docs block; return its namespace and the lines it printed, and the lines its comments say it prints."
     namespace, out = {"__name__": "__main__"}, io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(source, "README.md", "exec"), namespace)
+        exec(compile(source, str(SEED_DOC.relative_to(REPO)), "exec"), namespace)
     expected = [
         line.split("#", 1)[1].strip()
         for line in source.splitlines()
@@ -178,17 +180,22 @@ def run_example(source):
 
 
 def test_the_readme_has_three_seed_examples():
-    assert len(readme_examples()) == 3
+    assert len(seed_examples()) == 3
+
+
+def test_the_readmes_own_example_is_the_first_seed_example_as_written():
+    readme = (REPO / "README.md").read_text()
+    assert re.findall(r"```python\n(.*?)```", readme, flags=re.S)[0] == seed_examples()[0]
 
 
 def test_readme_example_one_scalar_chain_rule(unannounced):
-    ns, printed, expected = run_example(readme_examples()[0])
+    ns, printed, expected = run_example(seed_examples()[0])
     assert printed == expected
     assert ns["x"].grad.item() == 4.0 and ns["y"].grad.item() == 2.0, "z = xy + x: dz/dx = y + 1, dz/dy = x"
 
 
 def test_readme_example_two_linear_relu(unannounced):
-    ns, printed, expected = run_example(readme_examples()[1])
+    ns, printed, expected = run_example(seed_examples()[1])
     assert printed == expected
     W, b, x = ns["W"], ns["b"], ns["x"]
     active = (W.data @ x.data + b.data > 0).astype(float)  # d sum(relu(z)) / dz
@@ -198,7 +205,7 @@ def test_readme_example_two_linear_relu(unannounced):
 
 
 def test_readme_example_three_cross_entropy_of_a_non_leaf(unannounced):
-    ns, printed, expected = run_example(readme_examples()[2])
+    ns, printed, expected = run_example(seed_examples()[2])
     assert printed == expected
     logits, targets, x, model = ns["logits"], ns["targets"], ns["x"], ns["model"]
     assert logits._grad_fn is not None, "the README reads the gradient of a tensor that is not a leaf"

@@ -62,3 +62,10 @@ def test_the_wheel_has_every_grading_package_and_the_kit_files(wheel):
     assert {p.name for p in (wheel / "grading" / "authoring" / "kit").iterdir()} == {"README.md", "pyproject.toml"}
     top = {p.name for p in (wheel / "grading").glob("*.py")}
     assert top == {"__init__.py", "__main__.py", "cli.py"}, f"{top}: a stale build/ of the flat grading/? remove build/"
+
+
+def test_the_readme_is_the_packages_long_description(wheel):
+    "PyPI-style metadata shows the README's guide, whatever it says (pyproject's readme = README.md)."
+    (metadata,) = wheel.glob("tinytorch-*.dist-info/METADATA")
+    description = metadata.read_text().split("\n\n", 1)[1]
+    assert description.strip() == (REPO / "README.md").read_text().strip()

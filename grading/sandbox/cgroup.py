@@ -14,7 +14,7 @@ Where the cgroups come from, in order:
   systemd (`Delegate=yes`, `systemd-run --scope -p Delegate=yes`) sets it up;
 * else the grader's own cgroup, where it may create children (root, or a delegated user session): v2 when the host
   has a unified hierarchy with those controllers, else the v1 controllers pids, memory and cpu;
-* else none: the rlimits alone, which `autograde` says once (docs/design.md, "Limits for the sandbox as a whole").
+* else none: the rlimits alone, which `autograde` says once (docs/design.md, "The sandbox").
 """
 
 import os
