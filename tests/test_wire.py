@@ -27,7 +27,7 @@ def across(values, readonly=False):
     grader = wire.Session(resolve)
     worker = wire.Session(
         resolve,
-        first_number=verdict.WORKER_NUMBERS,
+        first_number=wire.WORKER_NUMBERS,
         readonly=readonly,
         accept_new_classes=True,
         make_callable=lambda number: lambda *a: None,
@@ -235,7 +235,7 @@ def test_a_readonly_call_freezes_every_array_unless_the_grader_froze_only_some()
 
 def test_the_grader_refuses_an_array_the_worker_marks_read_only():
     _, grader, worker = across({"x": np.ones(2)})
-    header = {"objects": [[verdict.WORKER_NUMBERS + 50, "ar", 0]], "values": {}}
+    header = {"objects": [[wire.WORKER_NUMBERS + 50, "ar", 0]], "values": {}}
     with pytest.raises(wire.WireError, match="read-only"):
         grader.receive(header, [np.zeros(2)])
 

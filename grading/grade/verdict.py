@@ -39,7 +39,6 @@ BACKSTOP = 1  # the grader's wall-clock wait for a call, in calls' CPU limits (c
 CALLBACK_MB = 64  # the most one of the student's calls of a grader's function may make the grader compute on
 STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start and say hello
 RESTARTS = 5  # times a crashed or hung worker is started again
-WORKER_NUMBERS = 1 << 40
 
 
 class StudentError(RuntimeError):
@@ -347,10 +346,10 @@ class Remote:
                     raise wire.EXCEPTIONS["ValueError"](
                         f"your rule changed {changed} in place: compute a new array instead"
                     )
-                reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= WORKER_NUMBERS]
+                reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= wire.WORKER_NUMBERS]
             elif isinstance(reply.get("objects"), list):
                 reply["objects"] = check_changes(
-                    qualname, named, reply["objects"], session.number_of, WORKER_NUMBERS, allowed, session.objects
+                    qualname, named, reply["objects"], session.number_of, wire.WORKER_NUMBERS, allowed, session.objects
                 )
         except (TypeError, IndexError, KeyError, AttributeError, RecursionError):
             error = StudentError(f"{qualname} sent back a malformed object table")
@@ -412,7 +411,7 @@ def changed_inputs(session, reply, named):
     paths = None
     for entry in reply.get("objects", []):
         number = entry[0] if isinstance(entry, list) and entry else None
-        value = session.objects.get(number) if isinstance(number, int) and number < WORKER_NUMBERS else None
+        value = session.objects.get(number) if isinstance(number, int) and number < wire.WORKER_NUMBERS else None
         if isinstance(value, np.ndarray) or type(value).__name__ == "Tensor":
             paths = paths if paths is not None else object_paths(named, session.number_of)
             where = paths.get(number, "grad_output or a saved tensor")

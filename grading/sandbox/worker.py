@@ -26,7 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path += [p for p in os.environ.get("TINYTORCH_SEARCH_PATH", "").split(os.pathsep) if p and p not in sys.path]
 import wire  # noqa: E402  (the file beside this one, also in the sandbox)
 
-WORKER_NUMBERS = 1 << 40  # objects made here are numbered from this on; the grader's from 1
 BUILTINS = dict(builtins.__dict__)  # put back before each reply: code that replaced a builtin still gets its answers
 # sent (robustness for the student, not a defence: the verdict is elsewhere)
 
@@ -187,7 +186,7 @@ def serve(channel, plan):
         printed = capture()
         session = wire.Session(
             resolve_class,
-            first_number=WORKER_NUMBERS,
+            first_number=wire.WORKER_NUMBERS,
             readonly=readonly,
             accept_new_classes=True,
             make_callable=lambda number: None,
