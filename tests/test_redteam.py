@@ -90,23 +90,27 @@ def other_user_command(args):
 def graded_class(kit, tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
     expected = make_class(kit, root / "submissions", grades=root / "grades")
-    temp_before = set(glob.glob("/tmp/*"))
+    # Each run's temporary files go to a folder of its own, which must be empty afterwards: other tests running at
+    # the same time (pytest-xdist) make and remove temporary folders of their own in /tmp.
+    temp = root / "tmp"
+    temp.mkdir()
     listener = Listener()
     other = None
     if OTHER_USER:
         other_root = Path(tempfile_for(OTHER_USER))
         shutil.copytree(root / "submissions", other_root / "submissions")
+        (other_root / "tmp").mkdir()
         subprocess.run(["chown", "-R", OTHER_USER, str(other_root)], check=True)
         other = subprocess.Popen(
             other_user_command(["autograde", other_root / "submissions", "--out", other_root / "grades", *OPTIONS]),
             cwd=REPO,
-            env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(other_root)),
+            env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(other_root), TMPDIR=str(other_root / "tmp")),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
     started = time.time()
-    result = run_cli("autograde", root / "submissions", "--out", root / "grades", *OPTIONS)
+    result = run_cli("autograde", root / "submissions", "--out", root / "grades", *OPTIONS, env={"TMPDIR": str(temp)})
     seconds = time.time() - started
     other_rows = None
     if other is not None:
@@ -115,7 +119,9 @@ def graded_class(kit, tmp_path_factory):
         other_rows = read_rows(other_root / "grades")
     time.sleep(1)
     listener.close()
-    leftovers = set(glob.glob("/tmp/*")) - temp_before
+    leftovers = set(glob.glob(f"{temp}/*"))
+    if other is not None:
+        leftovers |= set(glob.glob(f"{other_root}/tmp/*"))
     return {
         "root": root,
         "expected": expected,
