@@ -6,14 +6,14 @@ import shutil
 import nbformat
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, cli, run_cli
 
 COMMANDS = ["metadata", "export", "release", "autograde", "check", "demo"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help(command):
-    result = run_cli(command, "--help")
+    result = cli(command, "--help")
     assert result.returncode == 0 and "usage" in result.stdout
 
 
@@ -24,28 +24,28 @@ def one_line_error(result):
 
 
 def test_autograde_missing_folder(tmp_path):
-    result = run_cli("autograde", tmp_path / "nowhere", "--out", tmp_path / "out")
+    result = cli("autograde", tmp_path / "nowhere", "--out", tmp_path / "out")
     assert "no such folder" in one_line_error(result)[0] and result.returncode == 2
 
 
 def test_check_missing_notebook(tmp_path):
-    assert "no such file" in one_line_error(run_cli("check", tmp_path / "none.ipynb"))[0]
+    assert "no such file" in one_line_error(cli("check", tmp_path / "none.ipynb"))[0]
 
 
 def test_check_invalid_json(tmp_path):
     (tmp_path / "bad.ipynb").write_text("{not json")
-    assert "not valid JSON" in one_line_error(run_cli("check", tmp_path / "bad.ipynb"))[0]
+    assert "not valid JSON" in one_line_error(cli("check", tmp_path / "bad.ipynb"))[0]
 
 
 def test_release_refuses_to_overwrite_a_foreign_folder(tmp_path):
     (tmp_path / "precious.txt").write_text("keep me")
-    assert "not empty" in one_line_error(run_cli("release", "--out", tmp_path))[0]
+    assert "not empty" in one_line_error(cli("release", "--out", tmp_path))[0]
     assert (tmp_path / "precious.txt").read_text() == "keep me"
 
 
 def test_metadata_check_reports_a_malformed_notebook(tmp_path):
     (tmp_path / "broken.ipynb").write_text("")
-    assert "empty" in one_line_error(run_cli("metadata", "--check", tmp_path / "broken.ipynb"))[0]
+    assert "empty" in one_line_error(cli("metadata", "--check", tmp_path / "broken.ipynb"))[0]
 
 
 @pytest.mark.slow  # runs autograde

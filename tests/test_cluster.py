@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, cli, run_cli
 from grading.common.errors import GradingError
 from grading.common.notebooks import read_notebook, write_notebook
 from grading.examples.classroom import ELEMENTWISE, only
@@ -259,25 +259,39 @@ def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_clas
 
 
 @pytest.mark.slow
-def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_each(kit, tmp_path):
-    """The whole demo class (30 notebooks) and the red team's 63 submissions graded on the cluster, a busy worker killed
-    in each run (and a new one joins). The demo is graded locally at the same time and must give the same bytes; the
-    red team's every score must be the one `compare` expects (exact, as tests/test_redteam.py checks it locally)."""
+def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_each(kit, graded_demo, tmp_path):
+    """The whole demo class (every notebook, solved and as released, and carol's one wrong rule) and the red team's
+    class graded on the cluster, a busy worker killed in each run (and a new one joins). The demo must give the bytes
+    of the same class graded locally with the same course secret (`graded_demo`, shared with other tests); the red
+    team's every score must be the one `compare` expects (exact, as tests/test_redteam.py checks it locally)."""
     from grading.examples.classroom import compare
     from grading.examples.classroom import make_class as make_red_team
-    from grading.examples.demo import make_submissions
     from grading.grade.autograde import Row
 
-    make_submissions(kit, tmp_path / "demo")
     expected = make_red_team(kit, tmp_path / "red-team", grades=tmp_path / "red-team-dask")
     cluster = Cluster(tmp_path / "dask")
+    runs = {
+        "demo": (graded_demo["submissions"], ["--secret-file", str(graded_demo["secret"])]),
+        "red-team": (tmp_path / "red-team", secret(tmp_path)),
+    }
     try:
-        for name in ["demo", "red-team"]:
-            local = None
-            if name == "demo":
-                local = autograde_process(tmp_path / name, tmp_path / "demo-local", "--workers", "1", root=tmp_path)
-            dask = autograde_process(
-                tmp_path / name, tmp_path / f"{name}-dask", "--cluster", cluster.address, root=tmp_path
+        for name, (submissions, options) in runs.items():
+            dask = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "grading",
+                    "autograde",
+                    str(submissions),
+                    "--out",
+                    str(tmp_path / f"{name}-dask"),
+                ]
+                + ["--cluster", cluster.address, *options],
+                cwd=REPO,
+                env=dask_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             wait_for_a_result(tmp_path / f"{name}-dask", dask)
             killed = cluster.kill_a_busy_worker()
@@ -285,10 +299,9 @@ def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_
             _, dask_err = dask.communicate(timeout=1800)
             assert killed, f"{name}: no worker was grading when the first result came in"
             if name == "demo":
-                _, local_err = local.communicate(timeout=1800)
-                assert (local.returncode, dask.returncode) == (0, 0), (local_err[-2000:], dask_err[-3000:])
-                assert table(tmp_path / "demo-dask") == table(tmp_path / "demo-local")
-                assert gradebook(tmp_path / "demo-dask") == gradebook(tmp_path / "demo-local")
+                assert (graded_demo["result"].returncode, dask.returncode) == (0, 0), dask_err[-3000:]
+                assert table(tmp_path / "demo-dask") == table(graded_demo["grades"])
+                assert gradebook(tmp_path / "demo-dask") == gradebook(graded_demo["grades"])
             else:  # a note may name its own run's folder or time: every score as expected
                 assert dask.returncode in (0, 1), dask_err[-3000:]  # 1: the red team has rows that are not graded
                 rows = [
@@ -383,7 +396,7 @@ def test_a_stopped_run_stops_the_jobs_running_on_the_workers(kit, tmp_path):
 def test_a_malformed_cluster_is_refused_before_anything_is_written(tmp_path, address):
     "An instructor's finding: `--cluster local:x` was refused only after the run had made OUT and its course secret."
     (tmp_path / "subs" / "ada").mkdir(parents=True)
-    result = run_cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", "--cluster", address)
+    result = cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", "--cluster", address)
     assert result.returncode == 2 and f"--cluster {address}" in result.stderr.replace("'", ""), result.stderr
     assert "expected local:N" in result.stderr and not (tmp_path / "out").exists()
 

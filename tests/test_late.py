@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from conftest import run_cli
+from conftest import cli
 from grading.common.errors import GradingError
 from grading.grade.autograde import Row, apply_late, write_table
 from grading.reports.late import Policy, assess, make_policy, parse_penalty, parse_time
@@ -169,7 +169,7 @@ def test_the_grade_table_keeps_the_score_and_adds_the_late_columns(tmp_path):
 
 def test_the_command_refuses_a_bad_due_date_before_grading(tmp_path):
     (tmp_path / "subs" / "ada").mkdir(parents=True)
-    result = run_cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", "--due", "soon", "--unsafe-no-sandbox")
+    result = cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", "--due", "soon", "--unsafe-no-sandbox")
     assert result.returncode == 2 and "--due soon: 'soon' is not a date and time; expected" in result.stderr
     assert not (tmp_path / "out").exists(), "nothing is graded or written"
 
@@ -180,7 +180,7 @@ def test_a_due_date_for_an_assignment_the_course_does_not_have_is_refused_before
     (tmp_path / "subs" / "ada").mkdir(parents=True)
     (tmp_path / "due.json").write_text('{"08_losses": "2026-12-02T23:59Z", "04_elementwse": "2026-12-01T23:59Z"}')
     for options in (["--due", "04_elementwse=2026-12-01T23:59Z"], ["--due-file", tmp_path / "due.json"]):
-        result = run_cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", *options, "--unsafe-no-sandbox")
+        result = cli("autograde", tmp_path / "subs", "--out", tmp_path / "out", *options, "--unsafe-no-sandbox")
         assert result.returncode == 2, result.stderr
         assert "'04_elementwse' (did you mean '04_elementwise'?), not an assignment of this course" in result.stderr
         assert "08_losses" not in result.stderr.split("the assignments are")[0], "a right name is not named"
@@ -192,12 +192,12 @@ def test_a_run_without_late_options_keeps_the_due_dates_of_the_earlier_run(tmp_p
     without a word. The options of the last run that had any are kept in OUT; --late-penalty none drops them."""
     (tmp_path / "subs" / "ada").mkdir(parents=True)
     run = ["autograde", tmp_path / "subs", "--out", tmp_path / "out", "--unsafe-no-sandbox"]
-    run_cli(*run, "--due", "04_elementwise=2026-12-01T23:59Z", "--late-penalty", "10%/day")
-    again = run_cli(*run)
+    cli(*run, "--due", "04_elementwise=2026-12-01T23:59Z", "--late-penalty", "10%/day")
+    again = cli(*run)
     kept = "late policy of the earlier runs into"
     assert f"{kept} {tmp_path / 'out'}: due 04_elementwise=2026-12-01T23:59+00:00, penalty 10%/day" in again.stdout
-    dropped = run_cli(*run, "--late-penalty", "none")
-    assert kept not in dropped.stdout and kept not in run_cli(*run).stdout, "dropped for the next runs too"
+    dropped = cli(*run, "--late-penalty", "none")
+    assert kept not in dropped.stdout and kept not in cli(*run).stdout, "dropped for the next runs too"
 
 
 def test_the_lms_export_takes_the_final_score():
