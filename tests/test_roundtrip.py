@@ -9,28 +9,15 @@ import pytest
 from conftest import REPO, run_cli
 from grading.common.answers import solved
 from grading.common.notebooks import read_notebook, solution_lines, write_notebook
-from grading.examples.demo import make_submissions
 
 pytestmark = pytest.mark.slow  # releases the kit and autogrades it
 
-WRONG_MUL = (
-    "unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
-    "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)",
-)
-
 
 @pytest.fixture(scope="module")
-def graded(kit, tmp_path_factory):
-    root = tmp_path_factory.mktemp("graded")
-    make_submissions(kit, root / "submissions")
-    release = read_notebook(kit / "04_elementwise" / "04_elementwise.ipynb")
-    source = read_notebook(REPO / "notebooks" / "04_elementwise.ipynb")
-    carol = solved(release, source, edit=lambda grade_id, code: code.replace(*WRONG_MUL))
-    write_notebook(carol, root / "submissions" / "carol" / "04_elementwise" / "04_elementwise.ipynb")
-    result = run_cli("autograde", root / "submissions", "--out", root / "grades")
-    with open(root / "grades" / "grades.csv") as f:
+def graded(graded_demo):
+    with open(graded_demo["grades"] / "grades.csv") as f:
         rows = list(csv.DictReader(f))
-    return result, rows, root / "grades"
+    return graded_demo["result"], rows, graded_demo["grades"]
 
 
 def test_autograde_exits_zero_and_writes_one_row_per_student_and_notebook(graded):
