@@ -290,3 +290,39 @@ def test_no_export_writes_a_file_without_a_grade(course, capsys):
     err = capsys.readouterr()
     assert code == 2 and not out.exists() and "written" not in err.out
     assert "--format moodle-worksheet" in err.err
+
+
+def test_a_moodle_item_over_100_points_is_said_with_the_fix(course, capsys):
+    book = json.loads((course / "grades" / "gradebook.json").read_text())
+    for student in book.values():
+        student[A]["max_score"] = 140.0
+    (course / "grades" / "gradebook.json").write_text(json.dumps(book))
+    code, _ = export(course, "moodle", roster(course / "r.csv", *MOODLE_ROSTER))
+    assert code == 0 and "refuses the whole file at a grade above 100" in capsys.readouterr().err
+
+
+def test_the_final_score_has_one_definition_in_grading_and_in_every_export(monkeypatch):
+    "Issue 42.3: autograde's Row, the gradebook and the export's new marks all call reports.late.penalised."
+    from types import SimpleNamespace
+
+    from grading.grade import autograde
+    from grading.lms import marked
+
+    row = autograde.Row("ada", A, f"{A}.ipynb", score=20.0, penalty_fraction=0.25)
+    assert (row.penalty, row.final_score) == (5.0, 15.0)
+    monkeypatch.setattr(autograde, "penalised", lambda total, fraction: (1.0, 42.0))
+    monkeypatch.setattr(marked, "penalised", lambda total, fraction: (1.0, 42.0))
+    assert row.final_score == 42.0, "Row has no formula of its own"
+    entry = {"score": 20.0, "penalty_fraction": 0.25, "penalty": 5.0, "final_score": 15.0}
+    marked.mark_entry(entry, SimpleNamespace(score=3.0, manual_score=3.0, unmarked=[]))
+    assert entry["final_score"] == 42.0
+
+
+def test_an_export_says_when_its_final_scores_are_newer_than_grades_csv():
+    from grading.lms.marked import changed_since_grading
+
+    book = {"ada": {A: {"final_score": 23.0}}, "bob": {A: {"final_score": 0.0}}}
+    warning = changed_since_grading(book, {("ada", A): 21.6, ("bob", A): 0.0}, [A])
+    assert warning.startswith("1 final score(s) here include marks made after autograde wrote grades.csv")
+    assert f"ada/{A}" in warning and "bob" not in warning
+    assert changed_since_grading(book, {("ada", A): 23.0, ("bob", A): 0.0}, [A]) == ""

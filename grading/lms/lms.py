@@ -36,11 +36,11 @@ from pathlib import Path
 from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.layout import unfinished_marker
-from ..reports.late import penalised
 from . import canvas, moodle
-from .entries import MISSING, MISSING_WORDS, NOT_MARKED, Grades, fmt, graded, not_marked
+from .entries import MISSING, MISSING_WORDS, Grades, fmt, graded
 from .folders import IDENTITY
-from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
+from .lms_input import Person, hidden_tests, read_gradebook, read_roster
+from .marked import add_marks, changed_since_grading, mark_entry, unmarked_warning
 
 FORMATS = ("canvas", "moodle", "moodle-worksheet", "gradescope")
 CSV_FORMATS = ("canvas", "moodle", "moodle-worksheet")
@@ -141,51 +141,6 @@ def check_nothing_erased(grades, people, assignments):
             )
 
 
-# -- Marks made since grading ----------------------------------------------------------------------------------------
-
-
-def add_marks(book, grading_dir, report):
-    "Put the marks of GRADING_DIR/marking, as they are now, into the gradebook's entries (grading.reports.marking.read_marks)."
-    if not (Path(grading_dir) / "marking" / "gradebook.db").is_file():
-        return
-    try:
-        from ..reports.marking import read_marks
-    except ImportError as error:
-        report.warnings.append(f"the marks of the written answers are those of the last autograde run ({error})")
-        return
-    for (student, assignment), marks in read_marks(grading_dir, report.warnings.append).items():
-        entry = book.get(student, {}).get(assignment)
-        if entry is not None and graded(entry) and "manual_points" in entry:
-            mark_entry(entry, marks)
-
-
-def mark_entry(entry, marks):
-    "One entry with its marks (a grading.reports.marking.Marks), and its final score again: the late fraction of the total."
-    fraction = entry.get("penalty_fraction") if number(entry.get("penalty_fraction")) else 0.0
-    penalty, final = penalised(entry["score"] + marks.score, fraction)
-    entry.update(manual_score=marks.manual_score, manual_unmarked=marks.unmarked, final_score=final)
-    if "penalty" in entry:
-        entry["penalty"] = penalty
-
-
-def unmarked_warning(book, assignments, grading_dir):
-    "The warning that counts the exported submissions whose written answers are not all marked, or ''."
-    counts = {}
-    for entries in book.values():
-        for assignment, entry in entries.items():
-            if assignment in assignments and graded(entry) and not_marked(entry):
-                counts[assignment] = counts.get(assignment, 0) + 1
-    if not counts:
-        return ""
-    total = sum(counts.values())
-    listed = ", ".join(f"{a}: {n}" for a, n in sorted(counts.items()))
-    return (
-        f"{total} submission{'' if total == 1 else 's'} with written answers not all marked yet ({listed}), exported "
-        f"with the marks made so far and the note '{NOT_MARKED}'; mark them in formgrader "
-        f"({Path(grading_dir) / 'marking'}, see grading/README.md) and export again"
-    )
-
-
 def write_atomic(path, text):
     "Write a file so a reader (or an LMS upload) never sees half of it."
     path = Path(path)
@@ -235,7 +190,10 @@ def howto(grades, assignments, options, identifier):
             )
         return lines
     if options.fmt_name == "moodle":
-        return [moodle.map_by_line(identifier), f"set each grade item's Maximum grade to ({maxima})"]
+        lines = [moodle.map_by_line(identifier), f"set each grade item's Maximum grade to ({maxima})"]
+        if any(grades.maximum(a) > moodle.GRADE_POINT_MAX for a in assignments):
+            lines.append(moodle.OVER_100)
+        return lines
     return [
         f"Moodle's assignment {assignments[0]}: Grading action > Upload grading worksheet; set the assignment's "
         f"Maximum grade to {maxima.split(': ')[1]} first, as Moodle skips a grade above it without a word"
@@ -339,9 +297,6 @@ def write_gradescope(book, people, assignments, out, hidden, visibility):
             write_atomic(path, json.dumps(results, indent=1) + "\n")
             written.append(path)
     return written
-
-
-# -- The command -----------------------------------------------------------------------------------------------------
 
 
 # -- The command -----------------------------------------------------------------------------------------------------
@@ -529,21 +484,3 @@ def write_gradescope_export(book, everyone, assignments, out, hidden, hidden_vis
             f"{', '.join(unknown)}: no instructor notebook, so every test is given visibility {hidden_visibility}"
         )
     report.written = write_gradescope(book, everyone, assignments, out, hidden, hidden_visibility)
-
-
-def changed_since_grading(book, written_before, assignments):
-    "The warning that final scores differ from grades.csv, since marks were made after autograde wrote it, or ''."
-    changed = sorted(
-        f"{student}/{a}"
-        for student, entries in book.items()
-        for a, entry in entries.items()
-        if a in assignments
-        and number(written_before.get((student, a)))
-        and entry.get("final_score") != written_before[student, a]
-    )
-    if not changed:
-        return ""
-    return (
-        f"{len(changed)} final score(s) here include marks made after autograde wrote grades.csv, which still has the "
-        f"earlier ones ({', '.join(changed[:5])}): the next autograde run writes them there too"
-    )

@@ -37,6 +37,14 @@ WORKSHEET = [
     "Last modified (grade)",
     "Feedback comments",
 ]
+GRADE_POINT_MAX = (
+    100  # the grade import refuses the whole file at a grade above it, unless the site's setting says more
+)
+OVER_100 = (
+    "Moodle's grade import refuses the whole file at a grade above 100 unless the site allows more (Site "
+    "administration > Grades > General settings: Unlimited grades, Grade point maximum): ask for it, or export with "
+    "--scale-to 100"
+)
 PARTICIPANT = "Participant "  # mod/assign's 'hiddenuser' string, before the participant id
 
 
