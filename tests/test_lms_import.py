@@ -5,6 +5,7 @@ is erased, and the file says what the item's maximum is."""
 
 import csv
 import json
+import time
 
 import pytest
 from lms_importers import (
@@ -169,6 +170,8 @@ def test_the_moodle_worksheet_imports_by_participant_id_without_emails(course, c
     assert 3 not in changed and assign.feedback[3] == "well done, by hand", "Zoë's hand-entered grade stays"
     assert "final score 21.6 of 27" in assign.feedback[1], "the late penalty and the final score reach the student"
     assert "Maximum grade to 27" in err
+    later = Assign(maximum=27, participants={"101": 1}, grades={1: (26.0, time.time() + 3600)})
+    assert moodle_worksheet_import(rows, later) == {} and later.grades[1][0] == 26.0, "changed in Moodle since: kept"
     small = Assign(maximum=24, participants={"101": 1, "102": 2})
     moodle_worksheet_import(rows, small)
     assert 1 in small.grades, "21.6 fits an item of 24; the message says to set 27"

@@ -196,7 +196,9 @@ def howto(grades, assignments, options, identifier):
         return lines
     return [
         f"Moodle's assignment {assignments[0]}: Grading action > Upload grading worksheet; set the assignment's "
-        f"Maximum grade to {maxima.split(': ')[1]} first, as Moodle skips a grade above it without a word"
+        f"Maximum grade to {fmt(grades.maximum(assignments[0]))} first, as Moodle skips a grade above it without a "
+        "word. A grade changed in Moodle after autograde graded these is kept, unless the upload form's option to "
+        "update records modified more recently in Moodle is ticked"
     ]
 
 
