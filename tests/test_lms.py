@@ -245,7 +245,7 @@ def test_moodle_grade_import_layout(grading, tmp_path):
         "Feedback for 05_matmul_and_reductions",
     ]
     by_id = {r[0]: r for r in rows[1:]}
-    assert by_id["S-1"] == ["S-1", "Alice Liddell", "5", "", "1.5", ""]
+    assert by_id["S-1"] == ["S-1", "Alice Liddell", "5", "5 of 5 points.", "1.5", "1.5 of 4 points."], "never empty"
     assert by_id["S-3"][2:] == [
         "",
         "No submission of 04_elementwise was graded.",

@@ -107,3 +107,12 @@ class Grades:
         if not_marked(entry):
             parts.append(NOT_MARKED)
         return "; ".join(part for part in parts if part)
+
+    def feedback(self, person: Person, assignment: str) -> str:
+        """The note, never empty: an empty feedback cell erases the feedback Moodle holds, so a grade without a note
+        gets the line that says it."""
+        note = self.note(person, assignment)
+        value = self.value(person, assignment)
+        if note or value is None:
+            return note
+        return f"{fmt(value)} of {fmt(self.maximum(assignment))} points."

@@ -4,8 +4,9 @@
   user field (username, ID number or email, searched across the whole site, not the course); the import keeps the
   previous row's student when that column is blank (or "0", which PHP's empty() calls blank), so a blank identifier
   gives one student's grade to another. It stops at the first value it cannot find, and an empty grade or feedback
-  cell erases what Moodle holds. So one identifier column is written, the one most roster lines have, first (the
-  mapping form preselects the first column), with no blank in it; a line without it is left out and said.
+  cell erases what Moodle holds (so a feedback cell is never empty). So one identifier column is written, the one
+  most roster lines have, first (the mapping form preselects the first column), with no blank in it; a line without
+  it is left out and said.
 - `moodle-worksheet`: an assignment's offline grading worksheet (mod/assign/feedback/offline/importgradeslib.php and
   locallib.php). Rows are found by "Identifier" = "Participant <id>", the participant id of the assignment's download
   (collect keeps it in roster.csv), so no email is needed. The importer needs the columns Identifier, Grade and
@@ -87,7 +88,7 @@ def grade_import_rows(grades: Grades, people: list, assignments: list, identifie
     label, column, _ = identifier
     rows = [[label, "Full name"] + [c for a in assignments for c in (a, f"{FEEDBACK_FOR}{a}")]]
     for p in people:
-        cells = [(grades.cell(p, a), grades.note(p, a)) for a in assignments]
+        cells = [(grades.cell(p, a), grades.feedback(p, a)) for a in assignments]
         if all(grade is None for grade, _ in cells):
             continue  # nothing graded, --missing keep: no row, so Moodle keeps what it has
         rows.append([usable(getattr(p, column)), p.name or p.student] + [c for pair in cells for c in pair])
@@ -108,7 +109,7 @@ def worksheet_rows(grades: Grades, people: list, assignment: str, graded_at: flo
         maximum = fmt(grades.maximum(assignment))
         rows.append(
             [identifier, p.name or p.student, p.email, "", grade, maximum, "Yes", submitted, when]
-            + [grades.note(p, assignment)]
+            + [grades.feedback(p, assignment)]
         )
     return rows
 
