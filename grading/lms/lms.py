@@ -158,7 +158,7 @@ def csv_text(rows):
     return BOM + out.getvalue()
 
 
-def side_path(out):
+def side_path(out: str | Path) -> Path:
     "The side file of an import file: canvas.csv -> canvas.notes.csv."
     out = Path(out)
     return out.with_name(f"{out.stem}.notes.csv")
@@ -415,19 +415,19 @@ def check_finished(grading_dir):
 
 
 def export_grades(
-    grading_dir,
-    fmt_name,
-    out,
+    grading_dir: str | Path,
+    fmt_name: str,
+    out: str | Path,
     *,
-    roster=None,
-    notebooks_dir=None,
-    only=None,
-    missing="keep",
-    hidden_visibility="after_published",
-    scale_to=None,
-    canvas_assignments=None,
-    canvas_export=None,
-):
+    roster: str | Path | None = None,
+    notebooks_dir: str | Path | None = None,
+    only: list | None = None,
+    missing: str = "keep",
+    hidden_visibility: str = "after_published",
+    scale_to: float | None = None,
+    canvas_assignments: list | None = None,
+    canvas_export: str | Path | None = None,
+) -> Export:
     """Write the gradebook of GRADING_DIR in the layout of an LMS.
 
     Args:
