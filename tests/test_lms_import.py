@@ -117,7 +117,7 @@ def test_a_student_with_nothing_graded_gets_no_cell_that_erases(course, capsys):
     code, out = export(course, "moodle", roster(course / "r.csv", *MOODLE_ROSTER))
     assert code == 0
     assert ZOE not in [row[1] for row in read_rows(out)]
-    assert "in the roster but no graded submission (exported as no cell" in capsys.readouterr().err
+    assert "in the roster but no graded submission (exported as nothing: no cell" in capsys.readouterr().err
     code, out = export(course, "moodle", course / "r.csv", "--missing", "blank")
     grades, _ = moodle_grade_import(read_rows(out), "Email address", "email", SITE, {A: "item"})
     assert grades[3] == {"item": None}, "only when asked: blank erases Zoë's grade"
@@ -143,9 +143,9 @@ def test_moodle_says_the_maximum_and_scales_to_one(course, capsys):
     "Issue 46.2: raw points of 27 read 27/100 in a default Moodle item; the maximum is said, or scaled to."
     code, out = export(course, "moodle", roster(course / "r.csv", *MOODLE_ROSTER))
     assert code == 0
-    assert "Maximum grade to (04_elementwise: 27)" in capsys.readouterr().err
+    assert "Maximum grade of each grade item: 04_elementwise: 27" in capsys.readouterr().err
     code, out = export(course, "moodle", course / "r.csv", "--scale-to", "100")
-    assert code == 0 and "(04_elementwise: 100)" in capsys.readouterr().err
+    assert code == 0 and "grade item: 04_elementwise: 100" in capsys.readouterr().err
     grades, _ = moodle_grade_import(read_rows(out), "Email address", "email", SITE, {A: "item"})
     assert grades[1]["item"] == pytest.approx(80.0), "21.6 of 27 is 80 of 100"
 

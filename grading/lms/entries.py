@@ -14,7 +14,7 @@ from .lms_input import Person, number
 MISSING = ("keep", "zero", "excused", "blank")  # --missing: what a submission that was not graded gets
 MISSING_CELL = {"keep": None, "zero": "0", "excused": "EX", "blank": ""}  # None: no cell; EX: Canvas's excused
 MISSING_WORDS = {
-    "keep": "no cell (the LMS keeps what it has)",
+    "keep": "nothing: no cell, so the LMS keeps what it has",
     "zero": "0",
     "excused": "excused (EX)",
     "blank": "an empty grade (which erases the grade the LMS holds)",

@@ -190,7 +190,7 @@ def howto(grades, assignments, options, identifier):
             )
         return lines
     if options.fmt_name == "moodle":
-        lines = [moodle.map_by_line(identifier), f"set each grade item's Maximum grade to ({maxima})"]
+        lines = [moodle.map_by_line(identifier), f"set the Maximum grade of each grade item: {maxima}"]
         if any(grades.maximum(a) > moodle.GRADE_POINT_MAX for a in assignments):
             lines.append(moodle.OVER_100)
         return lines
