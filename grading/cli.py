@@ -288,9 +288,14 @@ def cmd_export_grades(args):
         only=args.assignment,
         missing=args.missing,
         hidden_visibility=args.hidden_visibility,
+        scale_to=args.scale_to,
+        canvas_assignments=args.canvas_assignment,
+        canvas_export=args.canvas_export,
     )
     for line in report.warnings:
         print(f"warning: {line}", file=sys.stderr)
+    for line in report.howto:
+        print(f"to import: {line}", file=sys.stderr)
     where = args.out if args.format != "gradescope" else f"{len(report.written)} results.json files in {args.out}"
     print(f"{args.format} grades written to {where}")
     if report.left_out:  # written, but an upload now would leave these students' grades out of the LMS
@@ -477,9 +482,9 @@ def parser():
     p.add_argument(
         "--format",
         required=True,
-        metavar="{canvas,moodle,gradescope}",
-        help="canvas: gradebook import CSV; moodle: grade import CSV; gradescope: a results.json per "
-        "student and assignment",
+        metavar="{canvas,moodle,moodle-worksheet,gradescope}",
+        help="canvas: gradebook import CSV; moodle: grade import CSV; moodle-worksheet: one assignment's offline "
+        "grading worksheet (by participant id, no email needed); gradescope: a results.json per student and assignment",
     )
     p.add_argument("--out", required=True, help="the CSV file to write (for gradescope: a folder)")
     p.add_argument(
@@ -490,10 +495,30 @@ def parser():
     p.add_argument("--assignment", action="append", default=None, help="export only this assignment (repeatable)")
     p.add_argument(
         "--missing",
-        default="blank",
-        metavar="{blank,zero,excused}",
-        help="canvas and moodle: the grade of a submission that was not graded (none, or unreadable): blank "
-        "(default), zero, or excused (Canvas's EX; Moodle has none)",
+        default="keep",
+        metavar="{keep,zero,excused,blank}",
+        help="canvas and moodle: what a submission that was not graded (none, or unreadable) gets: keep (default: no "
+        "cell, the LMS keeps what it has), zero, excused (Canvas's EX), or blank (erases the grade the LMS holds)",
+    )
+    p.add_argument(
+        "--scale-to",
+        type=float,
+        default=None,
+        metavar="MAX",
+        help="scale the final scores to the LMS grade item's maximum MAX (default: points, out of the points possible)",
+    )
+    p.add_argument(
+        "--canvas-assignment",
+        action="append",
+        default=None,
+        metavar="NAME=ID",
+        help="canvas: the Canvas assignment id of an assignment column (repeatable), written as 'NAME (ID)'",
+    )
+    p.add_argument(
+        "--canvas-export",
+        default=None,
+        metavar="CSV",
+        help="canvas: Canvas's own gradebook export, to read the assignment ids from ('NAME (ID)' columns)",
     )
     p.add_argument(
         "--hidden-visibility",

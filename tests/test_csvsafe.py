@@ -57,3 +57,14 @@ def test_a_cell_read_back_is_the_text_that_was_written(value):
     from grading.common.csvsafe import plain_cell
 
     assert plain_cell(safe_cell(value)) == value
+
+
+def test_an_identifier_of_the_plain_shape_is_written_as_the_lms_matches_it():
+    "A Canvas login '+bob' or '@ada' with a quote in front matched nobody; one that a formula needs is refused."
+    from grading.common.csvsafe import identifier_cell, safe_cell
+
+    for login in ["+bob", "@ada", "=s1", "-x.y@example.edu", "zoë"]:
+        assert safe_cell(identifier_cell(login)) == login
+    for hostile in ['=HYPERLINK("http://x")', "+1+cmd|' /C calc'!A0", "@SUM(1,1)", "\tx", "'x"]:
+        assert identifier_cell(hostile) is None
+    assert safe_cell("+bob") == "'+bob", "a name or a note is still neutralised"

@@ -71,7 +71,7 @@ def test_an_export_without_a_marking_course_takes_the_gradebooks_marks(tmp_path)
     report = export_grades(tmp_path / "grades", "moodle", tmp_path / "moodle.csv", roster=tmp_path / "roster.csv")
     with open(tmp_path / "moodle.csv") as f:
         ada, bo = csv.DictReader(f)
-    assert (ada[ASSIGNMENT], ada[f"Feedback for {ASSIGNMENT}"]) == ("7", "")
+    assert (ada[ASSIGNMENT], ada[f"Feedback for {ASSIGNMENT}"]) == ("7", "7 of 16 points.")
     assert (bo[ASSIGNMENT], bo[f"Feedback for {ASSIGNMENT}"]) == ("4", "written answers not marked yet")
     assert any(w.startswith("1 submission with written answers not all marked yet") for w in report.warnings)
 
@@ -191,14 +191,15 @@ def test_a_test_score_edited_in_formgrader_is_reverted_and_said(marked):
 
 def export(root, fmt, out):
     (root / "roster.csv").write_text(
-        "student,name,email\nalice,Alice,alice@example.edu\nbob,Bob,bob@example.edu\ncarol,Carol,carol@example.edu\n"
+        "student,name,email,lms_id\nalice,Alice,alice@example.edu,1\nbob,Bob,bob@example.edu,2\n"
+        "carol,Carol,carol@example.edu,3\n"
     )
     result = run_cli(
         "export-grades", root / "grades", "--format", fmt, "--out", out, "--roster", root / "roster.csv",
         "--notebooks", root / "nbs",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    with open(out, encoding="utf-8") as f:
+    with open(out, encoding="utf-8-sig") as f:
         return list(csv.DictReader(f)), result.stderr
 
 
@@ -207,12 +208,15 @@ def test_the_exports_take_the_marks_and_flag_what_is_unmarked(marked):
     root = marked[0]
     moodle, warnings = export(root, "moodle", root / "moodle.csv")
     grades = {r["Full name"]: (r[ASSIGNMENT], r[f"Feedback for {ASSIGNMENT}"]) for r in moodle}
-    assert grades["Alice"] == ("15.5", "") and grades["Bob"] == ("1", "written answers not marked yet")
+    assert grades["Alice"] == ("15.5", "15.5 of 16 points.") and grades["Bob"] == (
+        "1",
+        "written answers not marked yet",
+    )
     assert grades["Carol"][0] == "12.8" and "3.2 of 16 points taken" in grades["Carol"][1]
     assert f"1 submission with written answers not all marked yet ({ASSIGNMENT}: 1)" in warnings
     canvas, _ = export(root, "canvas", root / "canvas.csv")
     assert [r[ASSIGNMENT] for r in canvas] == ["16", "15.5", "1", "12.8"], "Points Possible, then each grade"
-    with open(root / "canvas.notes.csv") as f:
+    with open(root / "canvas.notes.csv", encoding="utf-8-sig") as f:
         notes = {r["student"]: r["note"] for r in csv.DictReader(f)}
     assert notes["bob"] == "written answers not marked yet" and "alice" not in notes
 

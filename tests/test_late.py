@@ -203,8 +203,8 @@ def test_a_run_without_late_options_keeps_the_due_dates_of_the_earlier_run(tmp_p
 def test_the_lms_export_takes_the_final_score():
     from types import SimpleNamespace
 
-    from grading.lms.lms import grade_cell
+    from grading.lms.entries import Grades
 
     book = {"ada": {"09_nn": {"score": 10, "max_score": 12, "final_score": 8}}, "bo": {"09_nn": {"score": 12}}}
-    assert grade_cell(book, SimpleNamespace(student="ada"), "09_nn", "blank") == "8"
-    assert grade_cell(book, SimpleNamespace(student="bo"), "09_nn", "blank") == "12", "an older gradebook: the score"
+    assert Grades(book).cell(SimpleNamespace(student="ada"), "09_nn") == "8"
+    assert Grades(book).cell(SimpleNamespace(student="bo"), "09_nn") == "12", "an older gradebook: the score"

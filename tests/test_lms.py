@@ -9,6 +9,7 @@ import json
 import pytest
 
 from conftest import run_cli
+from grading.common.csvsafe import PLAIN_IDENTIFIER
 from grading.common.errors import GradingError
 from grading.lms.lms import export_grades, read_roster
 
@@ -107,8 +108,10 @@ def grading(tmp_path):
 
 
 def export(grading, fmt, out, *extra, roster=True):
+    "Export with --missing blank unless told: the fixture's bob has 04 graded and no 05 (tests/test_lms_import.py)."
     grades, roster_path, nbs = grading
-    args = ["export-grades", grades, "--format", fmt, "--out", out, "--notebooks", nbs, *extra]
+    missing = [] if "--missing" in extra or fmt == "gradescope" else ["--missing", "blank"]
+    args = ["export-grades", grades, "--format", fmt, "--out", out, "--notebooks", nbs, *missing, *extra]
     if roster:
         args += ["--roster", roster_path]
     return run_cli(*args)
@@ -123,7 +126,7 @@ def left_out(result, count=1):
 
 
 def read_csv(path):
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         return list(csv.reader(f))
 
 
@@ -144,9 +147,9 @@ def test_canvas_gradebook_import_layout(grading, tmp_path):
     assert rows[1] == ["Points Possible", "", "", "", "", "5", "4"]
     by_name = {r[0]: r for r in rows[2:]}
     assert [r[0] for r in rows[2:]] == ["Alice Liddell", "Bob Builder", "Carol Danvers", "Nick Fury"], "no zed"
-    assert by_name["Alice Liddell"] == ["Alice Liddell", "101", "S-1", "alice@example.edu", "A", "5", "1.5"]
+    assert by_name["Alice Liddell"] == ["Alice Liddell", "101", "S-1", "", "A", "5", "1.5"], "no email as a login"
     assert by_name["Bob Builder"][5:] == ["0", ""]
-    assert by_name["Carol Danvers"] == ["Carol Danvers", "103", "S-3", "carol@example.edu", "B", "", ""]
+    assert by_name["Carol Danvers"] == ["Carol Danvers", "103", "S-3", "", "B", "", ""]
     assert by_name["Nick Fury"][5:] == ["", ""], "an unreadable submission was not graded: blank by default"
     assert all(len(r) == len(rows[0]) for r in rows)
 
@@ -160,8 +163,8 @@ def test_a_student_canvas_cannot_find_but_by_name_goes_to_the_side_file(grading,
     assert left_out(result, 2), result.stderr
     assert [r[0] for r in read_csv(tmp_path / "canvas.csv")[2:]] == ["Bob Builder", "Carol Danvers", "Nick Fury"]
     (left,) = [r for r in read_csv(tmp_path / "canvas.notes.csv") if r[0] == "alice" and r[3] == "04_elementwise"]
-    assert left[4:6] == ["5", "no"] and "no Canvas user id, SIS id, login or email in the roster" in left[6]
-    assert "since Canvas's import cannot tell who they are" in result.stderr and "Moodle" not in result.stderr
+    assert left[4:6] == ["5", "no"] and "no Canvas user id, SIS user id or login in the roster" in left[6]
+    assert "since the LMS could not find them" in result.stderr and "alice" in result.stderr
 
 
 def test_roster_mismatches_are_listed_on_stderr(grading, tmp_path):
@@ -186,21 +189,22 @@ def test_a_student_the_roster_lacks_goes_to_the_side_file_never_into_the_import(
     assert header == ["student", "name", "email", "assignment", "grade", "in_import", "note"]
 
 
-def test_a_moodle_row_without_an_email_is_left_out_as_moodle_would_stop_there(grading, tmp_path):
+def test_a_moodle_row_without_the_column_mapped_by_is_left_out_never_blank(grading, tmp_path):
+    "A blank identifier would make Moodle give the row's grade to the student of the row above."
     grades, roster, nbs = grading
     with open(roster, "a", newline="") as f:
-        csv.writer(f).writerow(["zed", "Zed Zero", "", "105", "S-5", "B"])
+        csv.writer(f).writerow(["zed", "Zed Zero", "", "105", "", "B"])
     result = export(grading, "moodle", tmp_path / "m.csv")
     assert left_out(result), result.stderr
-    assert [r[2] for r in read_csv(tmp_path / "m.csv")[1:]] == [
+    assert [r[1] for r in read_csv(tmp_path / "m.csv")[1:]] == [
         "Alice Liddell",
         "Bob Builder",
         "Carol Danvers",
         "Nick Fury",
     ]
     (side,) = [r for r in read_csv(tmp_path / "m.notes.csv") if r[3] == "04_elementwise"]
-    assert side[:6] == ["zed", "Zed Zero", "", "04_elementwise", "3", "no"] and "no email address" in side[6]
-    assert "Moodle's import stops at the first row it cannot match" in result.stderr and "zed" in result.stderr
+    assert side[:6] == ["zed", "Zed Zero", "", "04_elementwise", "3", "no"] and "no ID number (sis_id)" in side[6]
+    assert "map from 'ID number' to 'ID number'" in result.stderr and "zed" in result.stderr
     # the same roster line is fine for Canvas, which matches by its ID
     assert export(grading, "canvas", tmp_path / "c.csv").returncode == 0
     assert "Zed Zero" in [r[0] for r in read_csv(tmp_path / "c.csv")]
@@ -215,15 +219,15 @@ def test_what_was_not_graded_is_exported_as_missing_says(grading, tmp_path, miss
     assert rows["Bob Builder"][5:] == ["0", cell], "a graded 0 stays 0"
     if missing != "excused":
         assert left_out(export(grading, "moodle", tmp_path / "m.csv", "--missing", missing))
-        moodle = {r[1]: r for r in read_csv(tmp_path / "m.csv")[1:]}
-        assert moodle["nick@example.edu"][3] == moodle["carol@example.edu"][3] == cell
+        moodle = {r[0]: r for r in read_csv(tmp_path / "m.csv")[1:]}
+        assert moodle["S-4"][2] == moodle["S-3"][2] == cell, "by ID number: nick and carol"
 
 
 def test_moodle_has_no_excused_grade_and_says_so(grading, tmp_path):
     error = one_line_error(export(grading, "moodle", tmp_path / "m.csv", "--missing", "excused"))
-    assert "--missing excused: Moodle's grade import has no excused grade" in error and "--missing blank" in error
+    assert "--missing excused: Moodle's grade import has no excused grade" in error and "--missing keep" in error
     assert not (tmp_path / "m.csv").exists()
-    assert "--missing must be one of blank, zero, excused" in one_line_error(
+    assert "--missing must be one of keep, zero, excused, blank" in one_line_error(
         export(grading, "canvas", tmp_path / "c.csv", "--missing", "ignore")
     )
 
@@ -234,23 +238,22 @@ def test_moodle_grade_import_layout(grading, tmp_path):
     rows = read_csv(tmp_path / "moodle.csv")
     assert rows[0] == [
         "ID number",
-        "Email address",
         "Full name",
         "04_elementwise",
         "Feedback for 04_elementwise",
         "05_matmul_and_reductions",
         "Feedback for 05_matmul_and_reductions",
     ]
-    by_email = {r[1]: r for r in rows[1:]}
-    assert by_email["alice@example.edu"] == ["S-1", "alice@example.edu", "Alice Liddell", "5", "", "1.5", ""]
-    assert by_email["carol@example.edu"][3:] == [
+    by_id = {r[0]: r for r in rows[1:]}
+    assert by_id["S-1"] == ["S-1", "Alice Liddell", "5", "5 of 5 points.", "1.5", "1.5 of 4 points."], "never empty"
+    assert by_id["S-3"][2:] == [
         "",
         "No submission of 04_elementwise was graded.",
         "",
         "No submission of 05_matmul_and_reductions was graded.",
     ]
-    assert by_email["nick@example.edu"][3:5] == ["", "not a valid notebook (not valid JSON)"], "the note is feedback"
-    assert "" not in by_email, "every row has the email Moodle finds the student by"
+    assert by_id["S-4"][2:4] == ["", "not a valid notebook (not valid JSON)"], "the note is feedback"
+    assert "" not in by_id, "every row has the ID number Moodle finds the student by"
     assert len(rows) == 1 + 4
 
 
@@ -262,13 +265,14 @@ def test_canvas_notes_and_late_penalties_go_to_the_side_file(grading, tmp_path):
     assert left_out(export(grading, "canvas", tmp_path / "c.csv"))
     assert read_csv(tmp_path / "c.csv")[2][5] == "4", "the final score is uploaded"
     notes = {(r[0], r[3]): r for r in read_csv(tmp_path / "c.notes.csv") if r[5] == "yes"}
-    assert notes["alice", "04_elementwise"][4:] == ["4", "yes", "handed in 30.5 hours late: 1 of 5 points taken"]
+    late = "handed in 30.5 hours late: 1 of 5 points taken, final score 4 of 5"
+    assert notes["alice", "04_elementwise"][4:] == ["4", "yes", late]
     assert notes["nick", "04_elementwise"][6] == "not a valid notebook (not valid JSON)"
     assert notes["carol", "05_matmul_and_reductions"][6] == "No submission of 05_matmul_and_reductions was graded."
     assert ("alice", "05_matmul_and_reductions") not in notes, "a grade without a note has no line"
     assert left_out(export(grading, "moodle", tmp_path / "m.csv"))
-    alice = next(r for r in read_csv(tmp_path / "m.csv") if r[1] == "alice@example.edu")
-    assert alice[3:5] == ["4", "handed in 30.5 hours late: 1 of 5 points taken"]
+    alice = next(r for r in read_csv(tmp_path / "m.csv") if r[0] == "S-1")
+    assert alice[2:4] == ["4", "handed in 30.5 hours late: 1 of 5 points taken, final score 4 of 5"]
 
 
 def test_gradescope_results_json_per_student(grading, tmp_path):
@@ -464,15 +468,17 @@ def test_no_cell_of_any_export_starts_a_spreadsheet_formula(grading, tmp_path):
     for fmt, missing in [("canvas", "blank"), ("canvas", "excused"), ("moodle", "zero")]:
         out = tmp_path / f"{fmt}-{missing}.csv"
         result = export(grading, fmt, out, "--missing", missing)
-        assert left_out(result, 5 if fmt == "canvas" else 6), result.stderr  # h9: no email Moodle can take
+        assert left_out(result, 8 if fmt == "canvas" else 5), result.stderr  # canvas: h0-h2's ids run formulas
         files += [out, out.with_name(f"{out.stem}.notes.csv")]
     cells = [cell for path in files for row in read_csv(path) for cell in row]
-    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    risky = [cell for cell in cells if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert risky and all(PLAIN_IDENTIFIER.fullmatch(cell) for cell in risky), "only ids that can run nothing"
     for name in HOSTILE:
         assert "'" + name in cells, f"{name} is kept, as text"
     moodle = read_csv(tmp_path / "moodle-zero.csv")
-    assert "'-2+3@example.edu" not in {r[1] for r in moodle}, "an escaped email would not match: left out"
-    assert any(r[0] == "h9" and "starts like a formula" in r[6] for r in read_csv(tmp_path / "moodle-zero.notes.csv"))
+    assert "-2+3@example.edu" in {r[0] for r in moodle}, "an email is written as Moodle matches it, unquoted"
+    canvas_side = read_csv(tmp_path / "canvas-blank.notes.csv")
+    assert {r[0] for r in canvas_side if "starts like a spreadsheet formula" in r[6]} == {"h0", "h1", "h2"}
 
 
 @pytest.mark.parametrize("field", ["lms_id", "sis_id", "email"])

@@ -127,7 +127,7 @@ def test_lms_export_counts_the_written_answers_and_flags_them_unmarked(tmp_path)
     (tmp_path / "grades").mkdir()
     (tmp_path / "grades" / "gradebook.json").write_text(json.dumps({"alice": {"01_tiny": entry}}))
     tiny_course(tmp_path / "nbs")
-    (tmp_path / "roster.csv").write_text("student,name,email\nalice,Alice,alice@example.edu\n")
+    (tmp_path / "roster.csv").write_text("student,name,email,lms_id\nalice,Alice,alice@example.edu,101\n")
     report = export_grades(
         tmp_path / "grades",
         "canvas",
@@ -135,7 +135,7 @@ def test_lms_export_counts_the_written_answers_and_flags_them_unmarked(tmp_path)
         roster=tmp_path / "roster.csv",
         notebooks_dir=tmp_path / "nbs",
     )
-    with open(tmp_path / "canvas.csv") as f:
+    with open(tmp_path / "canvas.csv", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     assert rows[0][5:] == ["01_tiny"] and rows[1][5:] == ["5"] and rows[2][5:] == ["2"], "no mark yet"
     (warning,) = [w for w in report.warnings if "not all marked" in w]

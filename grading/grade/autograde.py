@@ -82,7 +82,7 @@ class Row:
     marks: marking.Marks = None  # the marks given to them so far (grading.reports.marking.read_marks)
     submitted_at: str = ""  # the late policy's columns (grading.reports.late)
     late_by_hours: float | None = None
-    penalty: float = 0.0  # points taken for lateness
+    penalty_fraction: float = 0.0  # the fraction of the total taken for lateness (grading.reports.late)
     graded: bool = True  # False: the grader failed for a reason of its own; no score is written, the next run retries
 
     @property
@@ -91,8 +91,13 @@ class Row:
         return self.score + (self.marks.score if self.marks else 0.0)
 
     @property
+    def penalty(self):
+        "Points taken for lateness."
+        return penalised(self.total, self.penalty_fraction)[0]
+
+    @property
     def final_score(self):
-        return max(0.0, self.total - self.penalty)
+        return penalised(self.total, self.penalty_fraction)[1]
 
     def late_values(self):
         late = "" if self.late_by_hours is None else f"{self.late_by_hours:g}"
@@ -378,7 +383,7 @@ def apply_late(rows, late):
         if found is None:
             continue
         row.submitted_at, row.late_by_hours = found.submitted_at, found.late_by_hours
-        row.penalty = row.total * found.penalty
+        row.penalty_fraction = found.penalty
         row.note = "; ".join(n for n in [row.note, found.note] if n)
         row.problem = row.problem or found.problem
     return rows

@@ -19,7 +19,8 @@ submissions, and the time each was handed in. So this command does it, in the or
    warning says so. Nothing already in SUBMISSIONS is replaced unless `force` is given: without it, a notebook that
    differs stops the command before anything is written, with the files named;
 6. add the students to SUBMISSIONS/roster.csv (the roster `export-grades` reads: student, name, email, lms_id, sis_id,
-   login_id, section), lines already there untouched; autograde skips files at the top of SUBMISSIONS;
+   login_id, section, moodle_participant), lines already there untouched but for the Moodle participant id of an
+   assignment collected (the id of its offline grading worksheet); autograde skips files at the top of SUBMISSIONS;
 7. write SUBMISSIONS/collect-report.csv: every file of the download, placed or not and why, hidden files and
    checkpoints as 'skipped' (rows of earlier collects of other downloads are kept).
 
@@ -27,6 +28,7 @@ Every file that is not placed is also one line on stderr (cli.cmd_collect), so n
 """
 
 import csv
+import dataclasses
 import hashlib
 import io
 import json
@@ -43,7 +45,7 @@ from ..common.errors import GradingError
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook
 from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
 from .folders import RENAMED_NOTE, distinct_students, shares_an_id
-from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, read_roster
+from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, participants, read_roster
 
 FORMATS = tuple(READERS)
 ROSTER = "roster.csv"
@@ -151,6 +153,7 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
         unchanged = plan(kept, out, force)
         written = [write_notebook(p, out, unchanged) for p in kept]
     people, unlisted = merged_roster(listed, [item.person for item in found])
+    people = with_participants(people, kept)
     rows = rows + unknown + written + older
     write_roster(roster, people)
     write_report(report, source, earlier, rows)
@@ -423,6 +426,25 @@ def merged_roster(listed, people):
     return roster, unlisted
 
 
+def with_participants(people, kept):
+    """The roster with each Moodle student's participant id of each assignment collected (moodle_participant): the id
+    by which the assignment's offline grading worksheet finds them (export-grades --format moodle-worksheet)."""
+    ids = {}
+    for p in kept:
+        if p.found.participant:
+            ids.setdefault(p.found.person.student, {})[p.assignment] = p.found.participant
+    result = []
+    for person in people:
+        new = ids.get(person.student)
+        if new:
+            pairs = {**participants(person.moodle_participant), **new}
+            person = dataclasses.replace(
+                person, moodle_participant=" ".join(f"{a}={n}" for a, n in sorted(pairs.items()))
+            )
+        result.append(person)
+    return result
+
+
 def unlisted_warning(unlisted):
     if not unlisted:
         return []
@@ -487,7 +509,9 @@ def warnings(lms, rows):
         )
     if lms == "moodle" and any(r.status in (PLACED, UNCHANGED) for r in rows):
         lines.append(
-            "Moodle's download holds no email addresses, which `export-grades --format moodle` finds students by: "
-            "fill in the email column of roster.csv before exporting."
+            "Moodle's download holds no email addresses: roster.csv keeps each student's participant id "
+            "(moodle_participant), by which `export-grades --format moodle-worksheet --assignment NAME` writes the "
+            "assignment's offline grading worksheet; for Moodle's gradebook import (--format moodle), fill in the "
+            "email, sis_id (ID number) or login_id (username) column of roster.csv first."
         )
     return lines

@@ -18,8 +18,8 @@ the submission time when the LMS gives one.
   with the files as uploaded, or (with "Download submissions in folders" off) files named
   `<Full Name>_<participant id>_assignsubmission_file_<file name>` (mod/assign/classes/downloader.php). The participant
   id is the assignment's own number for the student and changes from one assignment to the next, so the student
-  folder is the name's slug, with the id added only where two students of one download share a name. No submission
-  time, no email address.
+  folder is the name's slug, with the id added only where two students of one download share a name; the id is kept
+  (Found.participant) for the assignment's offline grading worksheet. No submission time, no email address.
 - gradescope, "Export Submissions": `submission_metadata.yml` beside one folder `submission_<id>/` per submission; the
   YAML (Ruby symbols as keys: `:submitters:`, `:name:`, `:sid:`, `:email:`, `:created_at:`) says whose each folder is
   and when it was submitted. The student folder is the student id (sid), else the email address, as a slug; a group
@@ -95,6 +95,7 @@ class Found:
     order: int = 0  # the LMS's upload order where it has no time (Canvas's file id grows with each upload)
     note: str = ""
     ambiguous: str = ""  # other readings of its name (a Canvas name holding _<id>_<id>_): it is not collected
+    participant: str = ""  # Moodle's participant id of the student in this assignment (its offline worksheet's)
 
 
 @dataclass
@@ -283,7 +284,8 @@ def moodle(members, download):
         shared = len(ids[plain(name)]) > 1  # two students of this download have one name: their ids tell them apart
         person = Person(student=f"{base}-{participant}" if shared else base, name=name)
         note = f"two students of this download are named {name}: {RENAMED_NOTE} {person.student}" if shared else ""
-        found.append(Found(member, person, rest[-1], [rest[-1], *reversed(rest[:-1])], note=note))
+        hints = [rest[-1], *reversed(rest[:-1])]
+        found.append(Found(member, person, rest[-1], hints, note=note, participant=participant))
     return found, unplaced
 
 

@@ -2,27 +2,27 @@
 
 Reads the gradebook that `autograde` wrote (grading.lms.lms_input) and writes it in a layout the LMS imports as it is:
 
-- canvas: the Canvas gradebook import CSV. Columns Student, ID, SIS User ID, SIS Login ID, Section, then one column
-  per assignment (notebook); the second row is Canvas's "Points Possible" row, as in a file exported from Canvas.
-  A submission that was not graded is empty, 0 or Canvas's excused mark `EX`, as --missing says.
-- moodle: a CSV for Moodle's "Import grades: CSV file". Identifier columns (ID number, Email address, Full name) that
-  the import maps to a user field, then per assignment a grade column and a "Feedback for <assignment>" column (the
-  note on the grade) that the import maps to a grade item and to that item's feedback. Moodle has no excused grade.
+- canvas: Canvas's gradebook import (grading.lms.canvas): the ids Canvas matches a student by, never the email, and
+  each assignment as `Name (Canvas id)` when the id is given or read from Canvas's own export.
+- moodle: Moodle's "Import grades: CSV file" (grading.lms.moodle): one identifier column without a blank, first,
+  then per assignment a grade column and a "Feedback for <assignment>" column.
+- moodle-worksheet: one assignment's offline grading worksheet (grading.lms.moodle), found by the participant ids
+  that collect keeps: no email needed.
 - gradescope: one Gradescope autograder results.json per student and assignment, OUT/<assignment>/<student>/
   results.json, with each test's name, score, max_score, status, visibility and output.
 
-Why a CSV export never holds a row the LMS cannot match: Moodle's import stops, and imports nothing, at the first
-row whose user it cannot find (grade/import/csv/classes/load_data.php), and Canvas cannot place such a row either.
-So canvas and moodle need a roster (student,name,email, optionally lms_id,sis_id,login_id,section; `student` is the
-submission folder name), and a graded student missing from it (or, for Moodle, a roster line without a usable email
-address) goes to the side file next to OUT (canvas.csv: canvas.notes.csv) with the reason instead, and is named on
-stderr. The side file also holds, for Canvas, whose import has no comment
-column, the notes on the grades. Nothing is dropped silently; every cell is written through grading.common.csvsafe, since
-names and notes come from students and the files are opened in spreadsheets.
+What an import must never do, whatever the roster holds: put a grade on the wrong student, or erase one. So a row the
+LMS could match to the wrong student, or to nobody, is never written: it goes to the side file next to OUT
+(canvas.csv: canvas.notes.csv) with the reason, is named on stderr, and the command exits 1. A student with nothing
+graded gets no cell unless --missing asks for one (grading.lms.entries), and a file that would need an empty cell
+for someone (graded in one assignment, not in another) is refused. A file with no grade in it is not written.
+Every cell goes through grading.common.csvsafe (names and notes come from students; ids are written as the platform
+matches them), and the CSV files start with a UTF-8 byte-order mark so that Excel reads "Zoë Ñúñez" as it is.
 
-The grades are the final scores, written answers marked by hand included: the marks come from OUT/marking (read
-with nbgrader, grading.reports.marking.read_marks) when it is there, else from gradebook.json as autograde last wrote it. A
-submission with an answer not marked yet is exported with the marks made so far, noted and counted in a warning.
+The grades are the final scores (grading.reports.late.penalised), written answers marked by hand included: the marks
+come from OUT/marking (read with nbgrader, grading.reports.marking.read_marks) when it is there, else from
+gradebook.json as autograde last wrote it. A submission with an answer not marked yet is exported with the marks
+made so far, noted and counted in a warning.
 
 Standard library only (csv, json), nbgrader aside: the export runs wherever the grades were copied to.
 """
@@ -36,22 +36,19 @@ from pathlib import Path
 from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.layout import unfinished_marker
-from ..reports.late import penalised
-from .folders import IDENTITY, identity
-from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
+from . import canvas, moodle
+from .entries import MISSING, MISSING_WORDS, Grades, fmt, graded
+from .folders import IDENTITY
+from .lms_input import Person, hidden_tests, read_gradebook, read_roster
+from .marked import add_marks, changed_since_grading, mark_entry, unmarked_warning
 
-FORMATS = ("canvas", "moodle", "gradescope")
-CSV_FORMATS = ("canvas", "moodle")
+FORMATS = ("canvas", "moodle", "moodle-worksheet", "gradescope")
+CSV_FORMATS = ("canvas", "moodle", "moodle-worksheet")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
-MISSING = ("blank", "zero", "excused")  # --missing: the grade of a submission that was not graded
-MISSING_CELL = {"blank": "", "zero": "0", "excused": "EX"}  # EX: Canvas's excused (Moodle's import has none)
-MISSING_WORDS = {"blank": "an empty grade", "zero": "0", "excused": "excused (EX)"}
-CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-MOODLE_COLUMNS = ["ID number", "Email address", "Full name"]
-FEEDBACK_FOR = "Feedback for "  # Moodle's own name for a feedback column: "Feedback for <grade item>"
 SIDE_COLUMNS = ["student", "name", "email", "assignment", "grade", "in_import", "note"]
-NOT_MARKED = "written answers not marked yet"
+BOM = "\ufeff"  # Excel reads a CSV without it in the machine's code page; Canvas's and Moodle's readers skip it
 REPO = Path(__file__).resolve().parents[2]
+__all__ = ["export_grades", "read_roster", "side_path", "mark_entry", "Grades"]
 
 
 @dataclass
@@ -64,9 +61,20 @@ class Export:
     left_out: list = field(default_factory=list)  # students not in the import file (canvas, moodle): see the side file
     notes: int = 0  # notes on grades written to the side file (canvas)
     warnings: list = field(default_factory=list)
+    howto: list = field(default_factory=list)  # how to import the file: which column to map by, which maximum to set
 
 
-# -- What to write ---------------------------------------------------------------------------------------------------
+@dataclass
+class Options:
+    "The options of one CSV export."
+
+    fmt_name: str
+    missing: str = "keep"
+    scale_to: float | None = None
+    canvas_ids: dict = field(default_factory=dict)  # {assignment: Canvas assignment id}
+
+
+# -- Who is written --------------------------------------------------------------------------------------------------
 
 
 def assignments_of(book, known):
@@ -86,26 +94,32 @@ def people_of(book, roster):
 
 
 NOT_IN_ROSTER = "not in the roster: add them (student,name,email) and export again"
-NO_EMAIL = "no email address in the roster, which Moodle's import finds the student by"
-FORMULA_EMAIL = "the email address starts like a formula, so it is written with a ' in front that Moodle would not find"
-NO_CANVAS_ID = (
-    "no Canvas user id, SIS id, login or email in the roster, which Canvas's import finds the student by (a name "
-    "alone could be another student's)"
-)
 
 
-def importable(everyone, fmt_name):
-    """(the people an import file holds, [(person, reason)] left out of it): a row the LMS cannot match to one of
-    its students is never written, Moodle stops the whole import at the first such row."""
+def reason_left_out(person, fmt_name, assignments, identifier):
+    "Why a person cannot be a row of the import file (the LMS could not find them, or could find the wrong one), or ''."
+    if not person.in_roster:
+        return NOT_IN_ROSTER
+    if fmt_name == "canvas":
+        return canvas.unusable_id(person)
+    if fmt_name == "moodle":
+        return moodle.missing_identifier(person, identifier)
+    if not person.participant(assignments[0]):
+        return (
+            f"no Moodle participant id of {assignments[0]} in the roster's moodle_participant (collect keeps it from "
+            "Moodle's download of that assignment)"
+        )
+    return ""
+
+
+def importable(grades, everyone, fmt_name, assignments, identifier=None):
+    """(the people an import file holds, [(person, reason)] left out of it). Someone without a grade cell (nothing
+    graded, --missing keep) needs no row, and is neither."""
     kept, left_out = [], []
     for p in everyone:
-        reason = None
-        if not p.in_roster:
-            reason = NOT_IN_ROSTER
-        elif fmt_name == "moodle":
-            reason = NO_EMAIL if not p.email else FORMULA_EMAIL if csvsafe.safe_cell(p.email) != p.email else None
-        elif fmt_name == "canvas" and not (p.lms_id or p.sis_id or p.login_id or p.email):
-            reason = NO_CANVAS_ID
+        if all(grades.cell(p, a) is None for a in assignments):
+            continue
+        reason = reason_left_out(p, fmt_name, assignments, identifier)
         if reason:
             left_out.append((p, reason))
         else:
@@ -113,100 +127,18 @@ def importable(everyone, fmt_name):
     return kept, left_out
 
 
-def points_possible(book, assignment):
-    "The tests' points and the written answers'."
-    return max(
-        [e[assignment]["max_score"] + manual_points(e[assignment]) for e in book.values() if assignment in e] + [0]
-    )
-
-
-def manual_points(entry):
-    return entry["manual_points"] if number(entry.get("manual_points")) else 0
-
-
-def not_marked(entry):
-    "Whether an entry has written answers that are not all marked (manual_score is set once every one is)."
-    return manual_points(entry) > 0 and entry.get("manual_score") is None
-
-
-def fmt(value):
-    "A score as LMS imports read it: 24 not 24.0, 21.5 as is."
-    value = round(float(value), 4)
-    return str(int(value)) if value.is_integer() else repr(value)
-
-
-def graded(entry):
-    """Whether autograde graded the submission: not a row it could not read (a note, no tests, no points), nor one
-    the grader failed on for a reason of its own ("graded": false: never exported as a 0; autograde retries it)."""
-    if entry.get("graded") is False:
-        return False
-    return "tests" in entry or not entry.get("note") or bool(entry.get("max_score"))
-
-
-def grade_cell(book, person, assignment, missing):
-    "One grade: the final score (after a late penalty), or as --missing says when nothing was graded."
-    entry = book.get(person.student, {}).get(assignment)
-    if entry is None or not graded(entry):
-        return MISSING_CELL[missing]
-    return fmt(entry.get("final_score", entry["score"]))
-
-
-def note_cell(book, person, assignment):
-    "What the student reads next to one grade: autograde's note and the late penalty, or that nothing was graded."
-    entry = book.get(person.student, {}).get(assignment)
-    if entry is None:
-        return f"No submission of {assignment} was graded."
-    parts = [entry.get("note") or ""]
-    if number(entry.get("penalty")) and entry["penalty"] > 0 and number(entry.get("late_by_hours")):
-        total = entry["penalty"] + entry.get("final_score", entry["score"])
-        parts.append(
-            f"handed in {fmt(entry['late_by_hours'])} hours late: {fmt(entry['penalty'])} of {fmt(total)} points taken"
-        )
-    if not_marked(entry):
-        parts.append(NOT_MARKED)
-    return "; ".join(part for part in parts if part)
-
-
-def add_marks(book, grading_dir, report):
-    "Put the marks of GRADING_DIR/marking, as they are now, into the gradebook's entries (grading.reports.marking.read_marks)."
-    if not (Path(grading_dir) / "marking" / "gradebook.db").is_file():
-        return
-    try:
-        from ..reports.marking import read_marks
-    except ImportError as error:
-        report.warnings.append(f"the marks of the written answers are those of the last autograde run ({error})")
-        return
-    for (student, assignment), marks in read_marks(grading_dir, report.warnings.append).items():
-        entry = book.get(student, {}).get(assignment)
-        if entry is not None and graded(entry) and "manual_points" in entry:
-            mark_entry(entry, marks)
-
-
-def mark_entry(entry, marks):
-    "One entry with its marks (a grading.reports.marking.Marks), and its final score again: the late fraction of the total."
-    fraction = entry.get("penalty_fraction") if number(entry.get("penalty_fraction")) else 0.0
-    penalty, final = penalised(entry["score"] + marks.score, fraction)
-    entry.update(manual_score=marks.manual_score, manual_unmarked=marks.unmarked, final_score=final)
-    if "penalty" in entry:
-        entry["penalty"] = penalty
-
-
-def unmarked_warning(book, assignments, grading_dir):
-    "The warning that counts the exported submissions whose written answers are not all marked, or ''."
-    counts = {}
-    for entries in book.values():
-        for assignment, entry in entries.items():
-            if assignment in assignments and graded(entry) and not_marked(entry):
-                counts[assignment] = counts.get(assignment, 0) + 1
-    if not counts:
-        return ""
-    total = sum(counts.values())
-    listed = ", ".join(f"{a}: {n}" for a, n in sorted(counts.items()))
-    return (
-        f"{total} submission{'' if total == 1 else 's'} with written answers not all marked yet ({listed}), exported "
-        f"with the marks made so far and the note '{NOT_MARKED}'; mark them in formgrader "
-        f"({Path(grading_dir) / 'marking'}, see docs/instructor.md) and export again"
-    )
+def check_nothing_erased(grades, people, assignments):
+    """Refuse a file in which a student has a grade in one column and none in another (--missing keep): the cell the
+    file needs there would erase what the LMS holds."""
+    for p in people:
+        cells = [grades.cell(p, a) for a in assignments]
+        if any(c is None for c in cells) and any(c is not None for c in cells):
+            (gap,) = [a for a, c in zip(assignments, cells, strict=True) if c is None][:1]
+            raise GradingError(
+                f"{p.student} has no graded submission of {gap} but a grade in another column, and an empty cell "
+                "would erase the grade the LMS holds: export one assignment at a time (--assignment NAME), or say "
+                "what they get with --missing zero (or excused for Canvas, or blank to erase)."
+            )
 
 
 def write_atomic(path, text):
@@ -220,57 +152,69 @@ def write_atomic(path, text):
 
 
 def csv_text(rows):
-    "CSV text whose cells a spreadsheet cannot run as formulas (grading.common.csvsafe)."
+    "CSV text, with a byte-order mark, whose cells a spreadsheet cannot run as formulas (grading.common.csvsafe)."
     out = io.StringIO()
     csvsafe.writer(out, lineterminator="\r\n").writerows(rows)
-    return out.getvalue()
+    return BOM + out.getvalue()
 
 
-def side_path(out):
+def side_path(out: str | Path) -> Path:
     "The side file of an import file: canvas.csv -> canvas.notes.csv."
     out = Path(out)
     return out.with_name(f"{out.stem}.notes.csv")
 
 
-# -- The formats -----------------------------------------------------------------------------------------------------
+# -- The CSV formats -------------------------------------------------------------------------------------------------
 
 
-def write_canvas(book, people, assignments, out, missing):
-    rows = [CANVAS_COLUMNS + assignments]
-    rows.append(["Points Possible", "", "", "", ""] + [fmt(points_possible(book, a)) for a in assignments])
-    for p in people:
-        login = p.login_id or p.email
-        rows.append(
-            [p.name or p.student, p.lms_id, p.sis_id, login, p.section]
-            + [grade_cell(book, p, a, missing) for a in assignments]
-        )
-    write_atomic(out, csv_text(rows))
-    return [Path(out)]
+def import_rows(grades, people, assignments, options, identifier, graded_at):
+    "The rows of the import file of options.fmt_name."
+    if options.fmt_name == "canvas":
+        return canvas.rows(grades, people, assignments, options.canvas_ids)
+    if options.fmt_name == "moodle":
+        return moodle.grade_import_rows(grades, people, assignments, identifier or moodle.IDENTIFIERS[0])
+    return moodle.worksheet_rows(grades, people, assignments[0], graded_at)
 
 
-def write_moodle(book, people, assignments, out, missing):
-    "Each notebook's grade, then its note in a column the import maps to 'Feedback for <grade item>'."
-    rows = [MOODLE_COLUMNS + [c for a in assignments for c in (a, f"{FEEDBACK_FOR}{a}")]]
-    for p in people:
-        cells = [c for a in assignments for c in (grade_cell(book, p, a, missing), note_cell(book, p, a))]
-        rows.append([p.sis_id, p.email, p.name or p.student] + cells)
-    write_atomic(out, csv_text(rows))
-    return [Path(out)]
+def howto(grades, assignments, options, identifier):
+    "The lines that say how to import the file: the column to map by, and the maximum each grade item must have."
+    maxima = ", ".join(f"{a}: {fmt(grades.maximum(a))}" for a in assignments)
+    if options.fmt_name == "canvas":
+        lines = [f"set each Canvas assignment's Points Possible to its maximum ({maxima})"]
+        unmatched = canvas.unmatched_titles(assignments, options.canvas_ids)
+        if unmatched:
+            lines.append(
+                f"no Canvas assignment id for {', '.join(unmatched)}: Canvas matches such a column only to a "
+                "published assignment of exactly that title, else it makes a new one; give --canvas-assignment "
+                "NAME=ID or --canvas-export (Canvas's gradebook export)"
+            )
+        return lines
+    if options.fmt_name == "moodle":
+        lines = [moodle.map_by_line(identifier), f"set the Maximum grade of each grade item: {maxima}"]
+        if any(grades.maximum(a) > moodle.GRADE_POINT_MAX for a in assignments):
+            lines.append(moodle.OVER_100)
+        return lines
+    return [
+        f"Moodle's assignment {assignments[0]}: Grading action > Upload grading worksheet; set the assignment's "
+        f"Maximum grade to {fmt(grades.maximum(assignments[0]))} first, as Moodle skips a grade above it without a "
+        "word. A grade changed in Moodle after autograde graded these is kept, unless the upload form's option to "
+        "update records modified more recently in Moodle is ticked"
+    ]
 
 
-def side_rows(book, kept, left_out, assignments, fmt_name, missing):
+def side_rows(grades, kept, left_out, assignments, fmt_name):
     """The rows of OUT's side file (side_path): every grade left out of the import file with the reason, and, for
     Canvas, whose import has no comment column, every note on a grade that is in it."""
     rows = []
     for p, reason in left_out:
         for a in assignments:
-            note = f"{reason}. {note_cell(book, p, a)}".strip()
-            rows.append([p.student, p.name, p.email, a, grade_cell(book, p, a, missing), "no", note])
+            note = f"{reason}. {grades.note(p, a)}".strip()
+            rows.append([p.student, p.name, p.email, a, grades.cell(p, a) or "", "no", note])
     for p in kept if fmt_name == "canvas" else []:
         for a in assignments:
-            note = note_cell(book, p, a)
+            note = grades.note(p, a)
             if note:
-                rows.append([p.student, p.name, p.email, a, grade_cell(book, p, a, missing), "yes", note])
+                rows.append([p.student, p.name, p.email, a, grades.cell(p, a) or "", "yes", note])
     return rows
 
 
@@ -282,6 +226,28 @@ def write_side_file(rows, out):
         return []
     write_atomic(path, csv_text([SIDE_COLUMNS] + rows))
     return [path]
+
+
+def write_csv_export(grades, everyone, assignments, out, options, report, graded_at):
+    "Check, then write, the import file and its side file; fill the report's left_out, notes and howto."
+    with_grades = [p for p in everyone if p.in_roster and any(grades.cell(p, a) is not None for a in assignments)]
+    identifier = moodle.choose_identifier(with_grades) if options.fmt_name == "moodle" and with_grades else None
+    kept, left_out = importable(grades, everyone, options.fmt_name, assignments, identifier)
+    check_nothing_erased(grades, kept, assignments)
+    rows = import_rows(grades, kept, assignments, options, identifier, graded_at)
+    if len(rows) <= (2 if options.fmt_name == "canvas" else 1):
+        raise GradingError(
+            f"no grade to write to {out}: no student of the roster has a graded submission the LMS could match "
+            f"({len(left_out)} left out: {'; '.join(f'{p.student}: {why}' for p, why in left_out[:3]) or 'none'}); "
+            "nothing was written."
+        )
+    report.left_out = [p.student for p, _ in left_out]
+    write_atomic(out, csv_text(rows))
+    report.written = [Path(out)]
+    side = side_rows(grades, kept, left_out, assignments, options.fmt_name)
+    report.notes = sum(row[5] == "yes" for row in side)
+    report.written += write_side_file(side, out)
+    report.howto = howto(grades, assignments, options, identifier)
 
 
 def gradescope_results(person, assignment, entry, hidden, visibility):
@@ -338,7 +304,7 @@ def write_gradescope(book, people, assignments, out, hidden, visibility):
 # -- The command -----------------------------------------------------------------------------------------------------
 
 
-def check_options(fmt_name, missing, hidden_visibility, roster):
+def check_options(fmt_name, missing, hidden_visibility, roster, scale_to):
     "Refuse an export that cannot be done, before anything is read or written."
     if fmt_name not in FORMATS:
         raise GradingError(f"unknown format {fmt_name!r}; choose one of {', '.join(FORMATS)}.")
@@ -346,30 +312,40 @@ def check_options(fmt_name, missing, hidden_visibility, roster):
         raise GradingError(f"unknown visibility {hidden_visibility!r}; choose one of {', '.join(VISIBILITIES)}.")
     if missing not in MISSING:
         raise GradingError(f"--missing must be one of {', '.join(MISSING)}, not {missing!r}.")
-    if fmt_name == "moodle" and missing == "excused":
+    if fmt_name.startswith("moodle") and missing == "excused":
         raise GradingError(
             "--missing excused: Moodle's grade import has no excused grade (a cell is a number, or empty for none); "
-            "use --missing blank or zero, and exclude those grades in Moodle's gradebook."
+            "use --missing keep (the default) or zero, and exclude those grades in Moodle's gradebook."
         )
+    if scale_to is not None and not scale_to > 0:
+        raise GradingError(f"--scale-to {scale_to:g}: expected the positive maximum of the LMS's grade item (100).")
     if fmt_name in CSV_FORMATS and roster is None:
         raise GradingError(
             f"--format {fmt_name} needs --roster ROSTER.csv (header student,name,email): the LMS finds each student "
-            "by an id or an email the gradebook does not have. For a table by submission folder, use grades.csv."
+            "by an id the gradebook does not have. For a table by submission folder, use grades.csv."
         )
 
 
-def choose_assignments(book, hidden, only, report):
+def choose_assignments(book, hidden, only, report, fmt_name):
     "The assignment columns: all, or those of --assignment; a gradebook key that is no assignment is reported."
     assignments = assignments_of(book, hidden)
     if only:
         unknown = [a for a in only if a not in assignments]
         if unknown:
             raise GradingError(f"assignment {unknown[0]!r} is not in the gradebook; it has {', '.join(assignments)}.")
-        return [a for a in assignments if a in only]
-    for student, entries in sorted(book.items()):
-        for key, entry in sorted(entries.items()):
-            if key not in assignments:
-                report.warnings.append(f"{student}/{key}: not an assignment, left out of the export: {entry['note']}")
+        assignments = [a for a in assignments if a in only]
+    else:
+        for student, entries in sorted(book.items()):
+            for key, entry in sorted(entries.items()):
+                if key not in assignments:
+                    report.warnings.append(
+                        f"{student}/{key}: not an assignment, left out of the export: {entry['note']}"
+                    )
+    if fmt_name == "moodle-worksheet" and len(assignments) != 1:
+        raise GradingError(
+            f"--format moodle-worksheet is one assignment's worksheet; the gradebook has {', '.join(assignments)}: "
+            "pass --assignment NAME (one file per assignment)."
+        )
     return assignments
 
 
@@ -384,13 +360,9 @@ def disagreements(book, report, assignments, fmt_name, out, missing):
         lines.append(f"graded but not in the roster ({where}): {', '.join(report.not_in_roster)}")
     unmatchable = [s for s in report.left_out if s not in report.not_in_roster]
     if unmatchable:
-        why = (
-            "Moodle's import stops at the first row it cannot match to a student"
-            if fmt_name == "moodle"
-            else "Canvas's import cannot tell who they are"
-        )
         lines.append(
-            f"left out of {out}, since {why} (the reasons and the grades are in {side}): {', '.join(unmatchable)}"
+            f"left out of {out}, since the LMS could not find them or could find the wrong student (the reasons and "
+            f"the grades are in {side}): {', '.join(unmatchable)}"
         )
     if report.not_graded:
         lines.append(f"in the roster but no graded submission (exported as {blank}): {', '.join(report.not_graded)}")
@@ -400,16 +372,18 @@ def disagreements(book, report, assignments, fmt_name, out, missing):
                 lines.append(f"{student}/{assignment}: not graded, exported as {blank}: {entry['note']}")
     if report.notes:
         lines.append(f"Canvas's grade import has no comment column: the notes on {report.notes} grades are in {side}")
-    if gradescope and missing != "blank":
+    if gradescope and missing != "keep":
         lines.append("--missing is for canvas and moodle; a missing submission's results.json has score 0")
     return lines
 
 
 def check_one_line_each(people, roster):
-    "Refuse a roster in which two students share an LMS id, SIS id or email: the import would mix up their grades."
+    "Refuse a roster in which two students share an id or an email: the import would mix up their grades."
     seen = {}
+    columns = (*IDENTITY, "login_id")
     for person in people:
-        for column, label, value in zip(IDENTITY, ("LMS id", "SIS id", "email"), identity(person), strict=True):
+        for column, label in zip(columns, ("LMS id", "SIS id", "email", "login"), strict=True):
+            value = getattr(person, column).lower()
             if value and (column, value) in seen:
                 raise GradingError(
                     f"{roster}: students {seen[column, value]} and {person.student} have the same {label} "
@@ -441,36 +415,43 @@ def check_finished(grading_dir):
 
 
 def export_grades(
-    grading_dir,
-    fmt_name,
-    out,
+    grading_dir: str | Path,
+    fmt_name: str,
+    out: str | Path,
     *,
-    roster=None,
-    notebooks_dir=None,
-    only=None,
-    missing="blank",
-    hidden_visibility="after_published",
-):
+    roster: str | Path | None = None,
+    notebooks_dir: str | Path | None = None,
+    only: list | None = None,
+    missing: str = "keep",
+    hidden_visibility: str = "after_published",
+    scale_to: float | None = None,
+    canvas_assignments: list | None = None,
+    canvas_export: str | Path | None = None,
+) -> Export:
     """Write the gradebook of GRADING_DIR in the layout of an LMS.
 
     Args:
         grading_dir: the --out folder of autograde (gradebook.json, results/).
-        fmt_name: canvas, moodle or gradescope.
+        fmt_name: canvas, moodle, moodle-worksheet or gradescope.
         out: the CSV file to write (its side file goes next to it, see side_path); for gradescope, a folder.
-        roster: the roster CSV (see read_roster); canvas and moodle need one.
+        roster: the roster CSV (see read_roster); the CSV formats need one.
         notebooks_dir: the instructor's notebooks, which tell hidden tests from visible ones (default notebooks/).
-        only: the assignments to export (default all).
-        missing: the grade of a submission that was not graded (none, or unreadable): blank, zero or excused.
+        only: the assignments to export (default all; moodle-worksheet: exactly one).
+        missing: what a submission that was not graded gets: keep (no cell), zero, excused (Canvas) or blank.
         hidden_visibility: the Gradescope visibility of hidden tests.
+        scale_to: the maximum of the LMS's grade item, to scale the final scores to (default: points as they are).
+        canvas_assignments: ["NAME=ID"], the Canvas assignment id of each assignment column.
+        canvas_export: Canvas's own gradebook export, to read the assignment ids from.
 
     Returns:
-        An Export: the files written, who was left out of the import file, and the warnings to show.
+        An Export: the files written, who was left out of the import file, the warnings, and how to import it.
 
     Raises:
         GradingError: an unknown format, visibility or --missing, excused for Moodle, no roster for a CSV format, a
-        missing or malformed gradebook or roster, an unknown --assignment.
+        missing or malformed gradebook or roster, an unknown --assignment, a file that would erase a grade the LMS
+        holds or would hold no grade (nothing is written then).
     """
-    check_options(fmt_name, missing, hidden_visibility, roster)
+    check_options(fmt_name, missing, hidden_visibility, roster, scale_to)
     book = read_gradebook(grading_dir)
     check_finished(grading_dir)
     people = read_roster(roster) if roster is not None else None
@@ -480,27 +461,28 @@ def export_grades(
         raise GradingError(f"{notebooks_dir}: no such folder of instructor notebooks.")
     hidden = hidden_tests(notebooks_dir)
     report = Export()
+    written_before = {(s, a): e.get("final_score") for s, entries in book.items() for a, e in entries.items()}
     add_marks(book, grading_dir, report)
-    assignments = choose_assignments(book, hidden, only, report)
+    assignments = choose_assignments(book, hidden, only, report, fmt_name)
     everyone, report.not_in_roster, report.not_graded = people_of(book, people)
     report.warnings += [w for w in [unmarked_warning(book, assignments, grading_dir)] if w]
+    report.warnings += [w for w in [changed_since_grading(book, written_before, assignments)] if w]
     if fmt_name == "gradescope":
-        if people is None:
-            report.warnings.append("no --roster: the results carry only the submission folder name")
-        unknown = sorted(a for a in assignments if a not in hidden)
-        if unknown:
-            report.warnings.append(
-                f"{', '.join(unknown)}: no instructor notebook in {notebooks_dir}, so every test is given "
-                f"visibility {hidden_visibility}"
-            )
-        report.written = write_gradescope(book, everyone, assignments, out, hidden, hidden_visibility)
+        write_gradescope_export(book, everyone, assignments, out, hidden, hidden_visibility, report, people is None)
     else:
-        kept, left_out = importable(everyone, fmt_name)
-        report.left_out = [p.student for p, _ in left_out]
-        write = write_canvas if fmt_name == "canvas" else write_moodle
-        report.written = write(book, kept, assignments, out, missing)
-        rows = side_rows(book, kept, left_out, assignments, fmt_name, missing)
-        report.notes = sum(row[5] == "yes" for row in rows)
-        report.written += write_side_file(rows, out)
+        options = Options(fmt_name, missing, scale_to, canvas.assignment_ids(canvas_assignments, canvas_export))
+        graded_at = (Path(grading_dir) / "gradebook.json").stat().st_mtime
+        write_csv_export(Grades(book, missing, scale_to), everyone, assignments, out, options, report, graded_at)
     report.warnings += disagreements(book, report, assignments, fmt_name, out, missing)
     return report
+
+
+def write_gradescope_export(book, everyone, assignments, out, hidden, hidden_visibility, report, no_roster):
+    if no_roster:
+        report.warnings.append("no --roster: the results carry only the submission folder name")
+    unknown = sorted(a for a in assignments if a not in hidden)
+    if unknown:
+        report.warnings.append(
+            f"{', '.join(unknown)}: no instructor notebook, so every test is given visibility {hidden_visibility}"
+        )
+    report.written = write_gradescope(book, everyone, assignments, out, hidden, hidden_visibility)

@@ -10,6 +10,7 @@ Standard library only (csv, json): the export runs wherever the grades were copi
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from ..common import csvsafe
 from ..common.errors import GradingError
 
 ROSTER_COLUMNS = ("student", "name", "email")
-ROSTER_OPTIONAL = ("lms_id", "sis_id", "login_id", "section")
+ROSTER_OPTIONAL = ("lms_id", "sis_id", "login_id", "section", "moodle_participant")
+PARTICIPANT = re.compile(r"([^\s=]+)=(\d+)")  # moodle_participant: `<assignment>=<id>` pairs, separated by spaces
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"  # as in grading.common.notebooks, which needs nbformat; this module does not
 
 
@@ -32,7 +34,17 @@ class Person:
     sis_id: str = ""
     login_id: str = ""
     section: str = ""
+    moodle_participant: str = ""  # Moodle's participant id in each assignment: "04_elementwise=1234 05_...=1301"
     in_roster: bool = False
+
+    def participant(self, assignment: str) -> str:
+        "Moodle's participant id of this student in `assignment` (collect keeps it from the download), or ''."
+        return participants(self.moodle_participant).get(assignment, "")
+
+
+def participants(text: str) -> dict:
+    "{assignment: participant id} of a moodle_participant cell."
+    return dict(PARTICIPANT.findall(text))
 
 
 def read_gradebook(grading_dir):
@@ -112,13 +124,21 @@ def read_roster(path):
             continue  # blank lines are allowed
         if len(row) != len(header):
             raise GradingError(f"{path} line {line}: {len(row)} fields, the header has {len(header)}.")
-        values = {h: csvsafe.plain_cell(cell.strip()) for h, cell in zip(header, row, strict=True)}
+        values = dict.fromkeys(ROSTER_OPTIONAL, "")
+        values.update({h: csvsafe.plain_cell(cell.strip()) for h, cell in zip(header, row, strict=True)})
         if not values["student"]:
             raise GradingError(f"{path} line {line}: the student id (the submission folder name) is empty.")
         if "/" in values["student"] or "\\" in values["student"]:
             raise GradingError(f"{path} line {line}: student id {values['student']!r} is not a folder name.")
         if values["email"] and "@" not in values["email"]:
             raise GradingError(f"{path} line {line}: {values['email']!r} is not an email address.")
+        if " ".join(f"{a}={n}" for a, n in participants(values["moodle_participant"]).items()) != " ".join(
+            values["moodle_participant"].split()
+        ):
+            raise GradingError(
+                f"{path} line {line}: moodle_participant {values['moodle_participant']!r} is not "
+                "<assignment>=<participant id> pairs separated by spaces (collect writes them)."
+            )
         if values["student"] in seen:
             raise GradingError(
                 f"{path} line {line}: student {values['student']!r} is already on line {seen[values['student']]}."

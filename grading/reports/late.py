@@ -68,8 +68,9 @@ class Late:
     problem: bool = False
 
 
-def penalised(total, fraction):
-    "(points taken, final score) of `total` (the autograded score and the marks) when `fraction` of it is taken."
+def penalised(total: float, fraction: float) -> tuple[float, float]:
+    """(points taken, final score) of `total` (the autograded score and the marks) when `fraction` of it is taken.
+    The one definition of the final score: grades.csv, gradebook.json and every export (grading.lms) call it."""
     penalty = total * fraction
     return round(penalty, 4), round(max(0.0, total - penalty), 4)
 
