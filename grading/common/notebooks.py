@@ -118,13 +118,19 @@ def solution_lines(notebooks):
     return sorted(line for line in secret if line not in public_text)
 
 
-def write_atomic(path, text):
-    "Write a file so that a reader (or a restart after a kill) sees the old file or the new one, never half of one."
+def write_atomic(path, data, mtime=None):
+    """Write text (as UTF-8) or bytes so that a reader, a restart after a kill or an LMS upload sees the old file or the
+    new one, never half of one; with `mtime`, the new file has that modification time. The one way files that others
+    read are written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    if tmp.is_symlink():
+        tmp.unlink()
+    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    if mtime is not None:
+        os.utime(tmp, (mtime, mtime))
+    os.replace(tmp, path)  # replaces a link at `path` itself, never what it points at
 
 
 def write_notebook(nb, path):

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ..common import csvsafe
 from ..common.errors import GradingError
-from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook
+from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook, write_atomic
 from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
 from .folders import RENAMED_NOTE, distinct_students, shares_an_id
 from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, participants, read_roster
@@ -394,18 +394,6 @@ def write_notebook(p, out, unchanged):
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data, p.time.timestamp() if p.time else None)
     return p.row(PLACED)
-
-
-def write_atomic(path, data, mtime=None):
-    "Write bytes so that a reader sees the old file or the new one; with `mtime`, the new one has that time."
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    if tmp.is_symlink():
-        tmp.unlink()
-    with open(tmp, "wb") as file:
-        file.write(data)
-    if mtime is not None:
-        os.utime(tmp, (mtime, mtime))
-    os.replace(tmp, path)  # replaces a link itself, never what it points at
 
 
 def merged_roster(listed, people):

@@ -29,13 +29,13 @@ Standard library only (csv, json), nbgrader aside: the export runs wherever the 
 
 import io
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.layout import unfinished_marker
+from ..common.notebooks import write_atomic
 from . import canvas, moodle
 from .entries import MISSING, MISSING_WORDS, Grades, fmt, graded
 from .folders import IDENTITY
@@ -139,16 +139,6 @@ def check_nothing_erased(grades, people, assignments):
                 "would erase the grade the LMS holds: export one assignment at a time (--assignment NAME), or say "
                 "what they get with --missing zero (or excused for Canvas, or blank to erase)."
             )
-
-
-def write_atomic(path, text):
-    "Write a file so a reader (or an LMS upload) never sees half of it."
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def csv_text(rows):
