@@ -55,6 +55,7 @@ STUDENT_KIT = [
     "common/errors.py",
     "common/notebooks.py",
     "student/__init__.py",
+    "student/backend.py",
     "student/check.py",
     "student/export.py",
 ]
@@ -109,11 +110,19 @@ def student_notebooks(notebooks, workdir):
     return released
 
 
+# Read by nbdev in the kit: nbdev_export's default rewrites pyproject.toml's name to lib_name (tinytorch), which made
+# the kit's `pip install -e .` replace the instructor's course in the same environment; the kit keeps its own name.
+KIT_ONLY_SETTINGS = {"update_pyproject": "False"}
+
+
 def kit_settings(settings_path, nbs_path="."):
-    "The repository's settings.ini with the notebooks read from `nbs_path`."
+    "The repository's settings.ini with the notebooks read from `nbs_path`, and nbdev told to leave pyproject.toml be."
+    settings = {"nbs_path": nbs_path, **KIT_ONLY_SETTINGS}
     lines = []
     for line in Path(settings_path).read_text().splitlines():
-        lines.append(f"nbs_path = {nbs_path}" if line.split("=")[0].strip() == "nbs_path" else line)
+        key = line.split("=")[0].strip()
+        lines.append(f"{key} = {settings.pop(key)}" if "=" in line and key in settings else line)
+    lines += [f"{key} = {value}" for key, value in settings.items()]
     return "\n".join(lines) + "\n"
 
 
