@@ -121,8 +121,14 @@ def export_here(root):
         os.chdir(here)
 
 
+# The files of tinytorch/ written by hand, not exported: the package's __init__ and the modules that gather the names a
+# PyTorch user looks for (tt.nn, tt.optim, tt.functional). They hold imports only (tests/test_api_modules.py).
+SKELETON = ("__init__.py", "nn.py", "optim.py", "functional.py")
+
+
 def copy_package_skeleton(target):
-    "What tinytorch/ holds besides exported modules: the package __init__ and the shipped data."
+    "What tinytorch/ holds besides exported modules: the SKELETON files and the shipped data."
     (target / "tinytorch").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(REPO / "tinytorch" / "__init__.py", target / "tinytorch" / "__init__.py")
+    for name in SKELETON:
+        shutil.copyfile(REPO / "tinytorch" / name, target / "tinytorch" / name)
     shutil.copytree(REPO / "tinytorch" / "data", target / "tinytorch" / "data", dirs_exist_ok=True)
