@@ -44,7 +44,7 @@ def cmd_export(args):
     from .student.export import export_package
 
     root = package_root(Path.cwd())
-    export_package(root)
+    export_package(root, mine=args.mine)
     print(f"exported the notebooks of {root} into {root / 'tinytorch'}")
     return 0
 
@@ -52,7 +52,8 @@ def cmd_export(args):
 def cmd_release(args):
     from .authoring.release import release
 
-    assignments = release(args.out, update=args.update, force=args.force, log=print)
+    references = [stem.strip() for value in args.reference or () for stem in value.split(",") if stem.strip()]
+    assignments = release(args.out, update=args.update, force=args.force, references=references, log=print)
     print(f"student kit with {len(assignments)} assignments {'updated in' if args.update else 'written to'} {args.out}")
     return 0
 
@@ -146,7 +147,7 @@ def print_outputs(out):
 
 
 def cmd_check(args):
-    from .student.check import HIDDEN, run_tests
+    from .student.check import HIDDEN, run_tests, unfinished_earlier
 
     results, broken = run_tests(args.notebook)
     for name, error, given in broken:
@@ -160,6 +161,8 @@ def cmd_check(args):
         mark = "HIDDEN" if status == HIDDEN else "PASS" if status else "FAIL"
         unit = "point" if points == 1 else "points"
         print(f"{mark:<6}  {name} ({points:g} {unit})" + (f": {message}" if message and status != HIDDEN else ""))
+    for advice in unfinished_earlier(results, Path(args.notebook).stem):
+        print(f"{'NOTE':<6}  {advice}")
     manual = written_answers(args.notebook)
     unanswered = [name for name, _, answered in manual if not answered]
     for name, points, answered in manual:
@@ -341,6 +344,11 @@ def parser():
 def add_kit_commands(sub):
     "The commands of the student kit, which the instructor has too."
     p = sub.add_parser("export", help="nbdev_export the notebooks of this repository (or student kit) into tinytorch/")
+    p.add_argument(
+        "--mine",
+        action="store_true",
+        help="in a kit with reference modules (its references/ folder): export your own notebooks for those too",
+    )
     p.set_defaults(run=cmd_export)
     p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")
     p.add_argument("notebook", help="path to the .ipynb")
@@ -378,6 +386,15 @@ def add_instructor_commands(sub):
     )
     p.add_argument(
         "--force", action="store_true", help="replace the --out folder whatever it holds (the student's work is lost)"
+    )
+    p.add_argument(
+        "--reference",
+        action="append",
+        default=None,
+        metavar="NOTEBOOK[,NOTEBOOK...]",
+        help="hand out this notebook's reference module (after its deadline), so that later notebooks run on a "
+        "working engine: it goes into the kit's references/ and tinytorch/, and the kit's export keeps it; the "
+        "notebook itself stays the student's (repeatable)",
     )
     p.set_defaults(run=cmd_release)
     p = sub.add_parser("autograde", help="grade SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb")
