@@ -144,3 +144,20 @@ def test_a_handed_out_reference_that_shows_an_open_notebooks_answer_stops_the_re
     )
     assert f"the answer to exercise {secret.exercise} of 03_gradcheck" in error, error
     assert not out.exists(), "nothing is released"
+
+
+def test_check_prints_each_failed_test_short_and_what_to_do_once(tmp_path, monkeypatch, capsys):
+    from grading import cli
+    from grading.student import check
+
+    earlier = went_through(raised_by(stub_message("02_function", "Function")), "04_elementwise")
+    results = [("add_backward", 1, False, earlier), ("sub_backward", 1, False, earlier), ("mul_backward", 1, True, "")]
+    monkeypatch.setattr(check, "run_tests", lambda notebook: (results, []))
+    notebook = tiny_notebook(tmp_path / "04_elementwise" / "04_elementwise.ipynb")
+    assert cli.main(["check", str(notebook)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"FAIL    add_backward (1 point): {earlier}"
+    assert [line for line in lines if line.startswith("NOTE")] == [
+        "NOTE    " + unfinished_earlier(results, "04_elementwise")[0]
+    ]
+    assert lines[-1] == "1 passed, 2 failed"
