@@ -5,7 +5,12 @@ import sys
 from pathlib import Path
 
 from .common.defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
+from .common.environment import shared_with_the_kit
 from .common.errors import GradingError
+
+KIT_DOC = "python -m grading <command>: your TinyTorch kit's commands (run them in the kit's folder)."
+# The student kit ships grading/ without its instructor packages (STUDENT_KIT in grading/authoring/release.py).
+IN_KIT = not (Path(__file__).parent / "grade").is_dir()
 
 
 def cmd_metadata(args):
@@ -39,7 +44,7 @@ def cmd_export(args):
     from .student.export import export_package
 
     root = package_root(Path.cwd())
-    export_package(root)
+    export_package(root, mine=args.mine)
     print(f"exported the notebooks of {root} into {root / 'tinytorch'}")
     return 0
 
@@ -47,7 +52,8 @@ def cmd_export(args):
 def cmd_release(args):
     from .authoring.release import release
 
-    assignments = release(args.out, update=args.update, force=args.force, log=print)
+    references = [stem.strip() for value in args.reference or () for stem in value.split(",") if stem.strip()]
+    assignments = release(args.out, update=args.update, force=args.force, references=references, log=print)
     print(f"student kit with {len(assignments)} assignments {'updated in' if args.update else 'written to'} {args.out}")
     return 0
 
@@ -141,7 +147,7 @@ def print_outputs(out):
 
 
 def cmd_check(args):
-    from .student.check import HIDDEN, run_tests
+    from .student.check import HIDDEN, run_tests, unfinished_earlier
 
     results, broken = run_tests(args.notebook)
     for name, error, given in broken:
@@ -155,6 +161,8 @@ def cmd_check(args):
         mark = "HIDDEN" if status == HIDDEN else "PASS" if status else "FAIL"
         unit = "point" if points == 1 else "points"
         print(f"{mark:<6}  {name} ({points:g} {unit})" + (f": {message}" if message and status != HIDDEN else ""))
+    for advice in unfinished_earlier(results, Path(args.notebook).stem):
+        print(f"{'NOTE':<6}  {advice}")
     manual = written_answers(args.notebook)
     unanswered = [name for name, _, answered in manual if not answered]
     for name, points, answered in manual:
@@ -330,14 +338,41 @@ def cmd_collect(args):
 
 
 def parser():
-    top = argparse.ArgumentParser(prog="python -m grading", description=__doc__)
+    top = argparse.ArgumentParser(prog="python -m grading", description=KIT_DOC if IN_KIT else __doc__)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_kit_commands(sub)
+    if not IN_KIT:
+        add_instructor_commands(sub)
+    return top
+
+
+def add_kit_commands(sub):
+    "The commands of the student kit, which the instructor has too."
+    p = sub.add_parser("export", help="nbdev_export the notebooks of this repository (or student kit) into tinytorch/")
+    p.add_argument(
+        "--mine",
+        action="store_true",
+        help="in a kit with reference modules (its references/ folder): export your own notebooks for those too",
+    )
+    p.set_defaults(run=cmd_export)
+    p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")
+    p.add_argument("notebook", help="path to the .ipynb")
+    p.set_defaults(run=cmd_check)
+
+
+def instructor_commands():
+    "The names of the commands that are not in the student kit (their modules stay with the instructor)."
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_instructor_commands(sub)
+    return set(sub.choices)
+
+
+def add_instructor_commands(sub):
+    "The commands whose modules stay with the instructor: only their functions import them."
     p = sub.add_parser("metadata", help="derive nbgrader metadata from the authoring convention (notebooks/README.md)")
     p.add_argument("notebooks", nargs="*", help="notebooks to update (default: all of notebooks/)")
     p.add_argument("--check", action="store_true", help="only report notebooks whose metadata is out of date")
     p.set_defaults(run=cmd_metadata)
-    p = sub.add_parser("export", help="nbdev_export the notebooks of this repository (or student kit) into tinytorch/")
-    p.set_defaults(run=cmd_export)
     p = sub.add_parser(
         "pictures", help="run the notebooks with pictures and keep those outputs (for a reader on the web)"
     )
@@ -356,6 +391,15 @@ def parser():
     )
     p.add_argument(
         "--force", action="store_true", help="replace the --out folder whatever it holds (the student's work is lost)"
+    )
+    p.add_argument(
+        "--reference",
+        action="append",
+        default=None,
+        metavar="NOTEBOOK[,NOTEBOOK...]",
+        help="hand out this notebook's reference module (after its deadline), so that later notebooks run on a "
+        "working engine: it goes into the kit's references/ and tinytorch/, and the kit's export keeps it; the "
+        "notebook itself stays the student's (repeatable)",
     )
     p.set_defaults(run=cmd_release)
     p = sub.add_parser("autograde", help="grade SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb")
@@ -462,9 +506,6 @@ def parser():
         "--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)"
     )
     p.set_defaults(run=cmd_collect)
-    p = sub.add_parser("check", help="run the visible tests of one notebook and print each test's result")
-    p.add_argument("notebook", help="path to the .ipynb")
-    p.set_defaults(run=cmd_check)
     p = sub.add_parser(
         "class",
         help="grade the generated red-team class (good, partial, broken, cheating, attacking) and check each score",
@@ -558,7 +599,6 @@ def parser():
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")
     p.add_argument("--out", default="demo-output", help="folder for everything it makes (default demo-output)")
     p.set_defaults(run=cmd_demo)
-    return top
 
 
 def stop_on_sigterm():
@@ -572,21 +612,24 @@ def stop_on_sigterm():
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if IN_KIT and argv and argv[0] in instructor_commands():
+        print(
+            f"error: '{argv[0]}' is an instructor's command and is not part of the student kit; "
+            "use check and export here.",
+            file=sys.stderr,
+        )
+        return 2
     args = parser().parse_args(argv)
+    clash = shared_with_the_kit()
+    if clash:
+        print(f"error: {clash}", file=sys.stderr)
+        return 2
     stop_on_sigterm()
     try:
         return args.run(args)
     except GradingError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as error:
-        if not (error.name or "").startswith("grading."):
-            raise
-        print(
-            f"error: '{args.command}' is an instructor's command and is not part of the student kit; "
-            "use check and export here.",
-            file=sys.stderr,
-        )
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

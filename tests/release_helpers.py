@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from conftest import REPO
+from grading.student.export import SKELETON
 
 
 def course_copy(tmp_path, stems):
@@ -17,7 +18,8 @@ def course_copy(tmp_path, stems):
         shutil.copyfile(REPO / "notebooks" / f"{stem}.ipynb", root / "notebooks" / f"{stem}.ipynb")
     shutil.copyfile(REPO / "settings.ini", root / "settings.ini")
     (root / "tinytorch").mkdir()
-    shutil.copyfile(REPO / "tinytorch" / "__init__.py", root / "tinytorch" / "__init__.py")
+    for name in SKELETON:
+        shutil.copyfile(REPO / "tinytorch" / name, root / "tinytorch" / name)
     shutil.copytree(REPO / "tinytorch" / "data", root / "tinytorch" / "data")
     return root
 

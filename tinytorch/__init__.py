@@ -1,5 +1,27 @@
 __version__ = "0.1.0"
 
+# Written by hand, not exported (nbdev_export only rewrites the version line above): `import tinytorch as tt` gives
+# tt.Tensor, tt.no_grad, and tt.nn, tt.optim and tt.functional (tinytorch/nn.py, optim.py, functional.py).
+import importlib
+
 # The package always gives the recording Tensor; notebooks 01-05 define their own plain one.
 from .core.autograd import enable_autograd
+from .core.function import no_grad
+from .core.tensor import Tensor
+
 enable_autograd(quiet=True)
+
+# Imported on first use, not here: a module of a later notebook that does not import yet (a student's half-written
+# exported cell) must not stop `import tinytorch` in the notebooks before it.
+SUBMODULES = ("nn", "optim", "functional")
+__all__ = ["Tensor", "no_grad", *SUBMODULES]
+
+
+def __getattr__(name):
+    if name in SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'tinytorch' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *SUBMODULES])

@@ -495,4 +495,7 @@ d = { 'settings': { 'branch': 'main',
                                     'tinytorch.core.viz.draw_graph': ('viz.html#draw_graph', 'tinytorch/core/viz.py'),
                                     'tinytorch.core.viz.graph_edges': ('viz.html#graph_edges', 'tinytorch/core/viz.py'),
                                     'tinytorch.core.viz.node_label': ('viz.html#node_label', 'tinytorch/core/viz.py'),
-                                    'tinytorch.core.viz.plot_gradient_check': ('viz.html#plot_gradient_check', 'tinytorch/core/viz.py')}}}
+                                    'tinytorch.core.viz.plot_gradient_check': ('viz.html#plot_gradient_check', 'tinytorch/core/viz.py')},
+            'tinytorch.functional': {},
+            'tinytorch.nn': {},
+            'tinytorch.optim': {}}}

@@ -32,9 +32,18 @@ from ..common.notebooks import (
     is_manual_answer,
     nbgrader_meta,
     read_notebook,
+    strip_markers,
     write_notebook,
 )
-from ..student.export import copy_package_skeleton, export_package
+from ..student.check import FROM_LATER
+from ..student.export import (
+    REFERENCES,
+    copy_package_skeleton,
+    default_module,
+    export_package,
+    exported_notebooks,
+    module_file,
+)
 from .convention import mismatches, model_answer
 from .course import made_course
 from .manifest import KitState, compare, hashes, listing, read_manifest, write_manifest
@@ -55,6 +64,7 @@ STUDENT_KIT = [
     "common/errors.py",
     "common/notebooks.py",
     "student/__init__.py",
+    "student/backend.py",
     "student/check.py",
     "student/export.py",
 ]
@@ -62,9 +72,12 @@ STUB = "raise NotImplementedError()"
 
 
 def stub_message(assignment, exercise):
+    "The stub's line: a test of a later notebook that goes through the exercise shows it too, so it says both."
     return (
         f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
-        f'write your code here, then run: python -m grading export")'
+        f"write your code here, then run: python -m grading export. {FROM_LATER} Its test went through "
+        f"{exercise} of {assignment}.ipynb: finish that first, or ask your instructor for the reference module of "
+        f'{assignment}.")'
     )
 
 
@@ -109,11 +122,19 @@ def student_notebooks(notebooks, workdir):
     return released
 
 
+# Read by nbdev in the kit: nbdev_export's default rewrites pyproject.toml's name to lib_name (tinytorch), which made
+# the kit's `pip install -e .` replace the instructor's course in the same environment; the kit keeps its own name.
+KIT_ONLY_SETTINGS = {"update_pyproject": "False"}
+
+
 def kit_settings(settings_path, nbs_path="."):
-    "The repository's settings.ini with the notebooks read from `nbs_path`."
+    "The repository's settings.ini with the notebooks read from `nbs_path`, and nbdev told to leave pyproject.toml be."
+    settings = {"nbs_path": nbs_path, **KIT_ONLY_SETTINGS}
     lines = []
     for line in Path(settings_path).read_text().splitlines():
-        lines.append(f"nbs_path = {nbs_path}" if line.split("=")[0].strip() == "nbs_path" else line)
+        key = line.split("=")[0].strip()
+        lines.append(f"{key} = {settings.pop(key)}" if "=" in line and key in settings else line)
+    lines += [f"{key} = {value}" for key, value in settings.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -300,11 +321,12 @@ def answer_sentences(cell):
                 yield sentence
 
 
-def course_secrets(notebooks):
+def course_secrets(notebooks, handed_out=()):
     """{normalised pattern: Secret}: every notebook's answer lines and expressions, except those the notebook itself
-    shows in its text or given code (not in a test: a test's message must not give the answer away), its
-    hidden-test lines, except those shown anywhere in the course, and the sentences of its model answers to the
-    questions marked by hand, except those the notebook shows."""
+    shows in its text or given code (not in a test: a test's message must not give the answer away), its hidden-test
+    lines, except those shown anywhere in the course, and the sentences of its model answers to the questions marked
+    by hand, except those the notebook shows. The answer and hidden-test lines of the notebooks whose reference module
+    is `handed_out` are no secret (their deadline has passed); their model answers still are."""
     read = {stem: read_notebook(path) for stem, path in notebooks.items()}
 
     def shown(nb, tests):
@@ -329,7 +351,7 @@ def course_secrets(notebooks):
                         secrets[pattern] = Secret(pattern, sentence, stem, exercise, "answer")
                 continue
             for kind, line in regions(cell.source):
-                if kind == "visible":
+                if kind == "visible" or stem in handed_out:  # (its hidden tests check what its reference shows)
                     continue
                 public = taught[stem] if kind == "solution" else f" {everywhere} "
                 for part in answer_parts(line):
@@ -371,10 +393,11 @@ def shown_in(file, kit):
     return str(relative)
 
 
-def find_leaks(kit, notebooks):
-    "Yield (file, where, line, secret) for each line of the kit that shows an answer or hidden-test line of any notebook."
+def find_leaks(kit, notebooks, handed_out=()):
+    """Yield (file, where, line, secret) for each line of the kit that shows an answer or hidden-test line of any
+    notebook (but the answer and hidden-test lines of those whose reference module is `handed_out`)."""
     kit = Path(kit)
-    secrets = course_secrets(notebooks)
+    secrets = course_secrets(notebooks, handed_out)
     for file in sorted(p for p in kit.rglob("*") if p.is_file()):
         for where, line in kit_lines(file):
             text = f" {normalise(line)} "
@@ -383,9 +406,10 @@ def find_leaks(kit, notebooks):
                 yield file, where, line, secret
 
 
-def scan_for_solutions(kit, notebooks):
-    "Fail, in one line, if any file of the kit contains an answer line of any notebook (or a hidden-test line)."
-    for file, where, line, secret in find_leaks(kit, notebooks):
+def scan_for_solutions(kit, notebooks, handed_out=()):
+    """Fail, in one line, if any file of the kit contains an answer line of any notebook (or a hidden-test line),
+    but those of the notebooks whose reference module is `handed_out`."""
+    for file, where, line, secret in find_leaks(kit, notebooks, handed_out):
         text = line.strip()
         text = text if len(text) <= 160 else text[:160] + "..."
         raise GradingError(
@@ -395,7 +419,7 @@ def scan_for_solutions(kit, notebooks):
         )
 
 
-def release(out, notebooks_dir=None, *, update=False, force=False, log=None):
+def release(out, notebooks_dir=None, *, update=False, force=False, references=(), log=None):
     """Build the student kit and put it in `out`, never deleting a student's work there unless told --force.
 
     Args:
@@ -403,6 +427,8 @@ def release(out, notebooks_dir=None, *, update=False, force=False, log=None):
         notebooks_dir: the instructor's notebooks (default notebooks/ of this repository).
         update: write into an earlier kit, keeping every file the student changed or added.
         force: replace `out` whatever it holds.
+        references: the notebooks whose reference module the kit hands out (their deadline has passed): it goes into
+            the kit's references/ and tinytorch/, and the kit's export keeps it there.
         log: called with a line for the user about what an update kept, or what --force deleted (default: silent).
 
     Returns:
@@ -410,23 +436,65 @@ def release(out, notebooks_dir=None, *, update=False, force=False, log=None):
 
     Raises:
         GradingError: out of date nbgrader metadata, a kit that would show an answer, or an `out` that holds work
-        (or is not a kit) without --update or --force.
+        (or is not a kit) without --update or --force, or a reference asked for a notebook the course does not have.
     """
     log = log or (lambda line: None)
     notebooks = course_notebooks(notebooks_dir)
     check_sources(notebooks)
+    handed_out = check_references(references, notebooks)
     state = check_output(out, update, force)
     with tempfile.TemporaryDirectory(prefix="tinytorch-release-") as workdir:
         released = student_notebooks(notebooks, Path(workdir) / "course")
+        write_references(Path(workdir) / "kit", {stem: notebooks[stem] for stem in handed_out}, Path(workdir) / "ref")
         build_kit(Path(workdir) / "kit", released)
-        scan_for_solutions(Path(workdir) / "kit", notebooks)
+        scan_for_solutions(Path(workdir) / "kit", notebooks, handed_out)
         if update and state is not None:
             update_in_place(Path(workdir) / "kit", out, state, log)
         else:
             put_in_place(Path(workdir) / "kit", out)
             if state is not None and state.work:
                 log(f"--force: deleted from {out}: {listing(state.work, most=20)}")
+    if handed_out:
+        log(
+            f"reference modules handed out in {Path(out) / REFERENCES}: {', '.join(handed_out)}; the kit's export "
+            "keeps them in tinytorch/ (export --mine uses the student's own notebooks instead)"
+        )
     return list(released)
+
+
+def check_references(references, notebooks):
+    "The notebooks of --reference, in course order; a GradingError names one the course does not have."
+    unknown = [stem for stem in references if stem not in notebooks]
+    if unknown:
+        raise GradingError(
+            f"--reference {unknown[0]}: the course has no such notebook; give one of {', '.join(notebooks)} "
+            "(comma-separated, or the option again)."
+        )
+    return [stem for stem in notebooks if stem in references]
+
+
+REFERENCE_NOTE = (
+    "# The reference module of {stem}, handed out by your instructor: python -m grading export keeps it in tinytorch/;"
+    " python -m grading export --mine exports your own notebook instead.\n"
+)
+
+
+def write_references(kit, sources, workdir):
+    "Export the instructor's notebooks `sources` ({stem: path}) and put their modules, without markers, in kit/references."
+    if not sources:
+        return
+    for stem, path in sources.items():  # laid out as in the kit, so that each module names the kit's notebook
+        (workdir / stem).mkdir(parents=True)
+        shutil.copyfile(path, workdir / stem / f"{stem}.ipynb")
+    (workdir / "settings.ini").write_text(kit_settings(REPO / "settings.ini"))
+    copy_package_skeleton(workdir)
+    export_package(workdir)
+    for path, cells in exported_notebooks(workdir).items():
+        relative = module_file(default_module(cells))
+        header, rest = (workdir / "tinytorch" / relative).read_text().split("\n", 1)
+        target = kit / REFERENCES / "tinytorch" / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"{header}\n{REFERENCE_NOTE.format(stem=path.stem)}{strip_markers(rest)}\n")
 
 
 def build_kit(out, released):

@@ -1,6 +1,7 @@
 """Run the visible tests of one notebook, as a student would before handing it in."""
 
 import os
+import re
 import sys
 import threading
 from contextlib import contextmanager
@@ -95,8 +96,46 @@ def run_tests(notebook, timeout=CHECK_TIMEOUT):
         if not code:
             results.append((meta["grade_id"], meta.get("points", 0), HIDDEN, "hidden tests: they run when graded"))
             continue
+        message = went_through(message, notebook.stem)
         results.append((meta["grade_id"], meta.get("points", 0), not errors, message or notes(cell)))
     return results, broken
+
+
+# The stub of an exercise not done yet (grading.authoring.release.stub_message), as a failed test reports it, and the
+# start of what it says to a later notebook's test that went through it
+FROM_LATER = "Met in a later notebook?"
+STUB_RAISED = re.compile(
+    r"NotImplementedError: Exercise (?P<exercise>\w+) in (?P<notebook>[\w.-]+)\.ipynb is not done yet"
+)
+WENT_THROUGH = re.compile(
+    r"this test went through (?P<exercise>\w+) of (?P<notebook>[\w.-]+)\.ipynb, which is not done yet$"
+)
+
+
+def went_through(message, stem):
+    """A test's error message, or, for the stub of an earlier notebook's exercise, that the test went through that
+    exercise (a later notebook runs the student's own earlier modules): the student's work here is not the cause."""
+    stub = STUB_RAISED.match(message)
+    if not stub:
+        return message
+    if stub["notebook"] == stem:  # (what it says of a later notebook does not concern this one)
+        return message.partition(f" {FROM_LATER}")[0]
+    return f"this test went through {stub['exercise']} of {stub['notebook']}.ipynb, which is not done yet"
+
+
+def unfinished_earlier(results, stem):
+    "What to do, once per earlier exercise that failed tests went through (went_through), in the order met."
+    advice = {}
+    for _, _, _, message in results:
+        met = WENT_THROUGH.match(message or "")
+        if met:
+            exercise, earlier = met["exercise"], met["notebook"]
+            advice[exercise, earlier] = (
+                f"{exercise} of {earlier}.ipynb is not done yet: finish it there and run python -m grading export, "
+                f"or ask your instructor for the reference module of {earlier} (graded, {stem} runs on the reference "
+                "of the notebooks before it)."
+            )
+    return list(advice.values())
 
 
 def notes(cell):

@@ -14,13 +14,18 @@ from pathlib import Path
 from ..common.errors import GradingError
 from ..common.notebooks import DEFINITION, REPO
 
+REFERENCES = "references"  # where a kit keeps the reference modules its instructor handed out (release --reference)
 
-def export_package(root):
-    "Run nbdev_export in `root` (a folder with settings.ini) and fail with its message."
+
+def export_package(root, mine=False):
+    """Run nbdev_export in `root` (a folder with settings.ini) and fail with its message. In a kit with reference
+    modules (REFERENCES), those go into tinytorch/ and their notebooks are not exported, unless `mine`."""
     notebooks = exported_notebooks(root)
     refuse_two_sources(root, notebooks)
+    kept = [] if mine else put_references(root, notebooks)
+    skip = "^[_.]" + "".join(f"|^{re.escape(path.name)}$" for path in kept)  # nbdev's own default, and those
     result = subprocess.run(
-        [sys.executable, "-c", "from nbdev.doclinks import nbdev_export; nbdev_export()"],
+        [sys.executable, "-c", f"from nbdev.doclinks import nbdev_export; nbdev_export(skip_file_re={skip!r})"],
         cwd=root,
         capture_output=True,
         text=True,
@@ -56,12 +61,36 @@ def cell_source(cell):
     return "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
 
 
+def default_module(sources):
+    "The module (`core.tensor`) a notebook's cells export to, or None."
+    return next((match[1] for source in sources for match in [DEFAULT_EXP.search(source)] if match), None)
+
+
+def module_file(module):
+    "The file of a module (`core.tensor`) inside tinytorch/."
+    return Path(*module.split(".")).with_suffix(".py")
+
+
+def put_references(root, notebooks):
+    "Copy the kit's reference modules into its tinytorch/; return the notebooks they stand for, which are not exported."
+    folder = Path(root) / REFERENCES / "tinytorch"
+    kept = []
+    for path, sources in notebooks.items():
+        module = default_module(sources)
+        if module and (folder / module_file(module)).is_file():
+            target = Path(root) / "tinytorch" / module_file(module)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(folder / module_file(module), target)
+            kept.append(path)
+    return kept
+
+
 def refuse_two_sources(root, notebooks):
     """Two notebooks that export the same module (a copy saved beside the kit's own, an executed copy): nbdev would
     keep the one it reads last and drop the other without a word, so the student's edits could silently not count."""
     by_module = {}
     for path, sources in notebooks.items():
-        module = next((m[1] for s in sources for m in [DEFAULT_EXP.search(s)] if m), None)
+        module = default_module(sources)
         if module is not None:
             by_module.setdefault(module, []).append(path.relative_to(root))
     for module, paths in by_module.items():
@@ -121,8 +150,14 @@ def export_here(root):
         os.chdir(here)
 
 
+# The files of tinytorch/ written by hand, not exported: the package's __init__ and the modules that gather the names a
+# PyTorch user looks for (tt.nn, tt.optim, tt.functional). They hold imports only (tests/test_api_modules.py).
+SKELETON = ("__init__.py", "nn.py", "optim.py", "functional.py")
+
+
 def copy_package_skeleton(target):
-    "What tinytorch/ holds besides exported modules: the package __init__ and the shipped data."
+    "What tinytorch/ holds besides exported modules: the SKELETON files and the shipped data."
     (target / "tinytorch").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(REPO / "tinytorch" / "__init__.py", target / "tinytorch" / "__init__.py")
+    for name in SKELETON:
+        shutil.copyfile(REPO / "tinytorch" / name, target / "tinytorch" / name)
     shutil.copytree(REPO / "tinytorch" / "data", target / "tinytorch" / "data", dirs_exist_ok=True)
