@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from conftest import run_cli
+from grading.cli import main
 from grading.common.answers import solved
 from grading.common.errors import GradingError
 from grading.common.notebooks import nbgrader_meta, read_notebook, write_notebook
@@ -180,13 +181,14 @@ def test_a_formula_in_code_or_printed_output_stays_text_and_mathml_carries_no_li
     nb = executed(
         nbformat.v4.new_markdown_cell(
             "`$a$` and $\\text{bold} \\href{javascript:alert(2)}{x} + \\style{color:red}{y}$ and $x^$ and "
-            "$\\text{<img src=x onerror=alert(1)>}$"
+            "$\\text{<img src=x onerror=alert(1)>}$ $\\text{</math><script>alert(3)</script>}$"
         ),
         nbformat.v4.new_code_cell("x = '$b$'", outputs=[nbformat.v4.new_output("stream", name="stdout", text="$c$")]),
     )
     page = render(nb, "t", BANNER).split(BANNER)[1]
     assert "<code>$a$</code>" in page and "<pre>$c$</pre>" in page and "$b$" in page, "code and output as written"
-    assert page.count("<math") == 2 and "$x^$" in page, "TeX it cannot read stays text"
+    assert page.count("<math") == 3 and "$x^$" in page, "TeX it cannot read stays text"
+    assert "<script" not in page and "alert" not in page
     maths = page[page.index("<math") : page.rindex("</math>")]
     assert "<mtext>bold</mtext>" in maths and not re.search(r"<img\b|href|style|onerror|javascript", maths)
     assert dangers(page) == []
@@ -376,6 +378,15 @@ def test_a_graded_page_is_sanitised_and_shows_the_verdict_only(attacked_run):
     assert [o.text for o in kept.cells[-1].outputs] == [NOT_RUN], "the notebook as it ran is kept, as JSON"
     assert not list(out.rglob("*.notebook.html")), "no page comes out of the sandbox"
     assert "### BEGIN HIDDEN TESTS" not in page
+
+
+def test_export_feedback_hands_out_the_pages_autograde_made_as_they_are(attacked_run, tmp_path):
+    "The pages of a real run are self-contained already: export-feedback lays them out unchanged (no late penalty)."
+    assert main(["export-feedback", str(attacked_run), "--layout", "canvas", "--out", str(tmp_path / "c")]) == 0
+    for student, assignment in (("mallory", "13_embedding"), ("ned", "04_elementwise")):
+        exported = (tmp_path / "c" / assignment / student / f"{assignment}-feedback.html").read_text()
+        assert exported == (attacked_run / "feedback" / student / f"{assignment}.html").read_text()
+        assert our_scripts(exported) == [] and dangers(exported.split('id="tinytorch-score"')[1]) == []
 
 
 def test_the_page_shows_what_the_students_code_printed_and_nothing_of_the_hidden_tests(attacked_run):

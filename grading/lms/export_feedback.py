@@ -70,7 +70,11 @@ def late_line(entry: dict) -> str:
         return ""
     final, most = entry["final_score"], entry["max_score"] + manual_points(entry)
     hours = entry.get("late_by_hours")
-    late = f"handed in {fmt(hours)} hours after the due date" if number(hours) else "handed in after the due date"
+    late = (
+        f"handed in {fmt(round(hours, 1))} hours after the due date"
+        if number(hours)
+        else "handed in after the due date"
+    )
     so_far = " so far" if not_marked(entry) else ""
     pending = (
         " Your written answers are not marked yet: their marks will be added, less the same penalty." if so_far else ""
