@@ -19,6 +19,7 @@ from grading.common.answers import solved
 from grading.common.errors import GradingError
 from grading.common.notebooks import nbgrader_meta, read_notebook, write_notebook
 from grading.reports.feedback import publish
+from grading.reports.maths import MATHS, formula, to_mathml
 from grading.reports.page import (
     NOT_RUN,
     PLACEHOLDER,
@@ -192,6 +193,18 @@ def test_a_formula_in_code_or_printed_output_stays_text_and_mathml_carries_no_li
     maths = page[page.index("<math") : page.rindex("</math>")]
     assert "<mtext>bold</mtext>" in maths and not re.search(r"<img\b|href|style|onerror|javascript", maths)
     assert dangers(page) == []
+
+
+def test_every_formula_in_the_course_notebooks_becomes_mathml():
+    "A formula latex2mathml cannot read would show as raw TeX on every student's page."
+    formulas = [
+        formula(found)
+        for path in sorted(Path("notebooks").glob("*.ipynb"))
+        for cell in read_notebook(path).cells
+        if cell.cell_type == "markdown"
+        for found in MATHS.finditer(cell.source)
+    ]
+    assert len(formulas) > 100 and [tex for tex, display in formulas if to_mathml(tex, display) is None] == []
 
 
 def test_hidden_test_code_is_replaced_and_a_traceback_cut_to_its_message():
