@@ -38,13 +38,14 @@ from ..grade.autograde import feedback_path, kept_notebook, page_path, result_pa
 from ..grade.job import manual_note
 from ..reports.feedback import page_html
 from ..reports.page import PageCache, render, shared_cells
-from .lms import add_marks, check_finished, choose_assignments, fmt, graded, manual_points, not_marked
+from .entries import final_of, fmt, graded, manual_points, not_marked
+from .lms import check_finished, choose_assignments
 from .lms_input import number, read_gradebook, read_roster
+from .marked import add_marks
 
 LAYOUTS = ("canvas", "moodle", "gradescope", "zip-per-student")
 SUFFIX = "-feedback.html"  # 04_elementwise-feedback.html: what the student downloads
 BANNER = 'id="tinytorch-score"'  # grading.reports.feedback.banner's box, where the late line goes
-PARTICIPANT = re.compile(r"([^\s=]+)=(\d+)")  # moodle_participant: `<assignment>=<id>` pairs (grading.lms.collect)
 NOT_ON_DISK = re.compile(r'[/\\:*?"<>|\x00-\x1f]')  # characters a file name cannot hold on every disk
 NOT_IN_NAME = re.compile(r'[_/\\:*?"<>|\x00-\x1f]')  # Moodle splits its folder names at "_" too
 
@@ -65,10 +66,10 @@ class FeedbackExport:
 
 def late_line(entry: dict) -> str:
     "The page's line on the late penalty and the final score (gradebook.json's columns), or '' when none applies."
-    penalty = entry.get("penalty")
-    if not (number(penalty) and penalty > 0 and number(entry.get("final_score"))):
+    penalty, final = final_of(entry)
+    if penalty <= 0:
         return ""
-    final, most = entry["final_score"], entry["max_score"] + manual_points(entry)
+    most = entry["max_score"] + manual_points(entry)
     hours = entry.get("late_by_hours")
     late = (
         f"handed in {fmt(round(hours, 1))} hours after the due date"
@@ -197,12 +198,6 @@ def write_zip(path: Path, files: dict) -> Path:
     return path
 
 
-def participant(person, assignment: str) -> str:
-    "Moodle's participant id of `person` in `assignment` (roster.csv's moodle_participant), or ''."
-    pairs = dict(PARTICIPANT.findall(person.moodle_participant)) if person else {}
-    return pairs.get(assignment, "")
-
-
 def moodle_folder(person, student: str, participant_id: str) -> str:
     "The folder name Moodle's download gives a student's files, which its feedback upload reads the id from."
     name = NOT_IN_NAME.sub(" ", (person.name if person else "") or student).strip() or "student"
@@ -215,7 +210,7 @@ def lay_out_moodle(pages: dict, people: dict, out: Path, report: FeedbackExport)
     report.pages = 0
     for (student, assignment), page in pages.items():
         person = people.get(student)
-        number = participant(person, assignment)
+        number = person.participant(assignment) if person else ""
         if not number:
             why = "not in the roster" if person is None else f"no participant id of {assignment} in moodle_participant"
             report.left_out.append(
@@ -300,7 +295,7 @@ def export_feedback(grading_dir, layout: str, out, *, roster=None, notebooks_dir
     people = {p.student: p for p in read_roster(roster)} if roster is not None else {}
     report = FeedbackExport()
     add_marks(book, grading_dir, report)
-    assignments = choose_assignments(book, course_notebooks(notebooks_dir), only, report)
+    assignments = choose_assignments(book, course_notebooks(notebooks_dir), only, report, layout)
     pages = pages_of(Path(grading_dir), book, assignments, report)
     report.written = lay_out(layout, pages, people, out, report)
     return report
