@@ -316,6 +316,30 @@ def cmd_export_grades(args):
     return 0
 
 
+def cmd_export_feedback(args):
+    from .lms.export_feedback import export_feedback
+
+    report = export_feedback(
+        args.grading_dir,
+        args.layout,
+        args.out,
+        roster=args.roster,
+        notebooks_dir=args.notebooks,
+        only=args.assignment,
+    )
+    for line in report.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if report.unreadable:
+        print(
+            f"{plural(len(report.unreadable), 'submission')} could not be read: their pages say so and how to hand "
+            f"in again: {', '.join(report.unreadable)}"
+        )
+    print(f"{plural(report.pages, 'feedback page')} written to {args.out} for {args.layout}")
+    for line in report.left_out:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if report.left_out else 0
+
+
 def plural(count, noun):
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -574,6 +598,30 @@ def add_instructor_commands(sub):
         "repository), to tell hidden tests from visible ones",
     )
     p.set_defaults(run=cmd_export_grades)
+    p = sub.add_parser(
+        "export-feedback",
+        help="the students' feedback pages, self-contained, laid out for upload to Canvas, Moodle or Gradescope",
+    )
+    p.add_argument("grading_dir", metavar="GRADING_DIR", help="the --out folder of autograde (has gradebook.json)")
+    p.add_argument(
+        "--layout",
+        required=True,
+        metavar="{canvas,moodle,gradescope,zip-per-student}",
+        help="moodle: a zip per assignment for its 'Upload multiple feedback files in a zip'; canvas: a folder per "
+        "assignment and student, to attach in SpeedGrader; gradescope: a folder per student's email; "
+        "zip-per-student: a zip of each student's pages",
+    )
+    p.add_argument("--out", required=True, help="the folder to write the pages into")
+    p.add_argument(
+        "--roster",
+        default=None,
+        help="SUBMISSIONS/roster.csv that collect wrote; moodle needs it (participant ids), gradescope uses its emails",
+    )
+    p.add_argument("--assignment", action="append", default=None, help="export only this assignment (repeatable)")
+    p.add_argument(
+        "--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)"
+    )
+    p.set_defaults(run=cmd_export_feedback)
     p = sub.add_parser("gradescope", help="the Gradescope autograder zip: setup.sh, run_autograder and the course")
     p.add_argument("--out", required=True, help="the zip to write (upload it as the assignment's autograder)")
     p.add_argument("--assignment", action="append", default=None, help="grade only this notebook (repeatable)")

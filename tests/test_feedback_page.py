@@ -1,6 +1,6 @@
 """The student's feedback page (grading.reports.page): made by the grader from the verdict's one run of the notebook (what
-came back from the sandbox is data), sanitised, with the verdict's score only, and its maths typeset offline by a
-MathJax beside the pages."""
+came back from the sandbox is data), sanitised, with the verdict's score only, and its maths as MathML: no script, nothing
+loaded from elsewhere, so a page uploaded on its own shows its formulas offline."""
 
 import base64
 import html
@@ -14,17 +14,16 @@ import nbformat
 import pytest
 
 from conftest import run_cli
+from grading.cli import main
 from grading.common.answers import solved
 from grading.common.errors import GradingError
 from grading.common.notebooks import nbgrader_meta, read_notebook, write_notebook
 from grading.reports.feedback import publish
+from grading.reports.maths import MATHS, formula, to_mathml
 from grading.reports.page import (
-    MATHJAX_FOLDER,
-    MATHJAX_URL,
     NOT_RUN,
     PLACEHOLDER,
     PageCache,
-    install_mathjax,
     plain_notebook,
     ran_notebook,
     render,
@@ -145,7 +144,7 @@ def dangers(page):
 
 
 def our_scripts(page):
-    "The page's scripts: only the MathJax configuration and MathJax itself, nothing with a student's text."
+    "The page's scripts (there should be none): (type or src, text) of each."
     return [(attrs.get("type") or attrs.get("src"), text) for attrs, text in Elements(page).scripts]
 
 
@@ -153,11 +152,7 @@ def test_no_attack_survives_in_any_part_of_the_notebook():
     page = render(attacked_notebook(), "13_embedding", BANNER)
     cells = page.split(BANNER)[1]
     assert dangers(cells) == []
-    assert [kind for kind, _ in our_scripts(page)] == [
-        "text/x-mathjax-config",
-        f"{MATHJAX_URL}?config=TeX-AMS-MML_HTMLorMML-full,Safe",
-    ]
-    assert "alert" not in "".join(text for _, text in our_scripts(page))
+    assert our_scripts(page) == []
     assert not re.search(r"<(script|iframe|svg|object|embed|style)\b", cells, re.I), "as elements, not as text"
     assert "alert(15)" not in page, "an application/javascript output is not shown at all"
 
@@ -167,24 +162,49 @@ def test_honest_outputs_still_show():
     images = [a["src"] for tag, a in Elements(page).elements if tag == "img" and a.get("src")]
     assert images == [f"data:image/png;base64,{PNG}"], "the matplotlib picture, and only it"
     assert "honest table" in page and "<th>epoch</th>" in page and "<td>1</td>" in page, "HTML and markdown tables"
-    assert "loss 0.25" in page and "ValueError" in page and "The slope of $x^2$ is $2x$." in page
+    assert "loss 0.25" in page and "ValueError" in page and "The slope of <math" in page
     assert page.index(BANNER) < page.index("Derivatives"), "the verdict comes first"
 
 
-def test_the_page_loads_no_script_from_the_network_and_mathjax_is_beside_it(tmp_path):
+def test_the_page_has_no_script_and_loads_no_file_its_maths_is_mathml():
     page = render(attacked_notebook(), "13_embedding", BANNER)
-    sources = [attrs["src"] for attrs, _ in Elements(page).scripts if attrs.get("src")]
-    assert sources and not [s for s in sources if re.match(r"(https?:)?//", s)]
+    elements = Elements(page).elements
+    assert [tag for tag, _ in elements if tag in ("script", "link", "iframe", "object", "embed")] == []
+    assert [a["src"][:22] for _, a in elements if a.get("src")] == ["data:image/png;base64,"], (
+        "only the picture, inline"
+    )
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page.split(BANNER)[0]), "the head links nothing"
-    feedback = tmp_path / "feedback"
-    install_mathjax(feedback)
-    for source in sources:
-        assert (feedback / "ada" / source.split("?")[0]).resolve().is_file(), source
-    for needed in ("config/TeX-AMS-MML_HTMLorMML-full.js", "config/Safe.js", "extensions/Safe.js"):
-        assert (feedback / MATHJAX_FOLDER / needed).is_file(), needed
-    (feedback / MATHJAX_FOLDER / "MathJax.js").unlink()
-    install_mathjax(feedback)
-    assert not (feedback / MATHJAX_FOLDER / "MathJax.js").exists(), "copied once per version, not at every run"
+    mathml = [tag for tag, _ in elements if tag in ("math", "msup", "mi", "mn")]
+    assert mathml.count("math") == 3 and "msup" in mathml, "$x^2$, $2x$ and the text/latex output, as MathML"
+
+
+def test_a_formula_in_code_or_printed_output_stays_text_and_mathml_carries_no_link_or_markup():
+    nb = executed(
+        nbformat.v4.new_markdown_cell(
+            "`$a$` and $\\text{bold} \\href{javascript:alert(2)}{x} + \\style{color:red}{y}$ and $x^$ and "
+            "$\\text{<img src=x onerror=alert(1)>}$ $\\text{</math><script>alert(3)</script>}$"
+        ),
+        nbformat.v4.new_code_cell("x = '$b$'", outputs=[nbformat.v4.new_output("stream", name="stdout", text="$c$")]),
+    )
+    page = render(nb, "t", BANNER).split(BANNER)[1]
+    assert "<code>$a$</code>" in page and "<pre>$c$</pre>" in page and "$b$" in page, "code and output as written"
+    assert page.count("<math") == 3 and "$x^$" in page, "TeX it cannot read stays text"
+    assert "<script" not in page and "alert" not in page
+    maths = page[page.index("<math") : page.rindex("</math>")]
+    assert "<mtext>bold</mtext>" in maths and not re.search(r"<img\b|href|style|onerror|javascript", maths)
+    assert dangers(page) == []
+
+
+def test_every_formula_in_the_course_notebooks_becomes_mathml():
+    "A formula latex2mathml cannot read would show as raw TeX on every student's page."
+    formulas = [
+        formula(found)
+        for path in sorted(Path("notebooks").glob("*.ipynb"))
+        for cell in read_notebook(path).cells
+        if cell.cell_type == "markdown"
+        for found in MATHS.finditer(cell.source)
+    ]
+    assert len(formulas) > 100 and [tex for tex, display in formulas if to_mathml(tex, display) is None] == []
 
 
 def test_hidden_test_code_is_replaced_and_a_traceback_cut_to_its_message():
@@ -272,12 +292,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 @pytest.mark.slow
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (apt-get install chromium)")
-def test_in_a_browser_offline_nothing_runs_the_maths_is_typeset_and_the_picture_shows(tmp_path):
+def test_in_a_browser_offline_nothing_runs_the_maths_is_drawn_and_the_picture_shows(tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     path = tmp_path / "feedback" / "ada" / "13_embedding.html"
     path.parent.mkdir(parents=True)
-    path.write_text(render(attacked_notebook(), "13_embedding", BANNER))
-    install_mathjax(tmp_path / "feedback")
+    path.write_text(render(attacked_notebook(), "13_embedding", BANNER))  # alone: no file beside it
     dialogs, remote = [], []
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
@@ -286,15 +305,19 @@ def test_in_a_browser_offline_nothing_runs_the_maths_is_typeset_and_the_picture_
             page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
             page.route(re.compile(r"^https?://"), lambda route: (remote.append(route.request.url), route.abort()))
             page.goto(path.as_uri())
-            page.wait_for_selector(".MathJax", timeout=60_000)  # MathJax's own element: the maths was typeset
-            page.wait_for_timeout(1000)
-            typeset = page.locator(".MathJax").count()
-            links = page.locator("a[href^='javascript' i]").count()  # also none that MathJax made of \href (Safe.js)
+            page.wait_for_timeout(500)
+            # the browser lays MathML out itself: a fraction is taller than a line of text, a superscript sits higher
+            heights = page.evaluate("[...document.querySelectorAll('math')].map(m => m.getBoundingClientRect().height)")
+            raised = page.evaluate(
+                "(() => { const s = document.querySelector('msup'); const [b, e] = s.children;"
+                " return b.getBoundingClientRect().top - e.getBoundingClientRect().top; })()"
+            )
+            links = page.locator("a[href^='javascript' i]").count()
             picture_width = page.evaluate("[...document.images].filter(i => i.src.startsWith('data:'))[0].naturalWidth")
         finally:
             browser.close()
     assert dialogs == [] and remote == []
-    assert typeset >= 2 and picture_width > 100 and links == 0
+    assert len(heights) == 3 and min(heights) > 0 and raised > 0 and picture_width > 100 and links == 0
 
 
 def test_the_page_shows_the_submission_with_the_given_cells_as_released_and_the_verdicts_outputs():
@@ -360,14 +383,23 @@ def test_a_graded_page_is_sanitised_and_shows_the_verdict_only(attacked_run):
     assert book["score"] == 0 and f"13_embedding: 0 / {book['max_score']:g}" in page
     assert "Score:" not in page and not re.search(r"\d\.0 / \d+\.0", page), "no score of nbgrader's run"
     cells = page.split('id="tinytorch-score"')[1]
-    assert dangers(cells) == [] and "javascript link" in cells and "Maths: $\\nabla f$" in cells
-    assert len(our_scripts(page)) == 2 and (out / "feedback" / MATHJAX_FOLDER / "MathJax.js").is_file()
+    assert dangers(cells) == [] and "javascript link" in cells and "Maths: <math" in cells and "∇" in cells
+    assert our_scripts(page) == [] and not (out / "feedback" / ".mathjax").exists(), "no script, no MathJax folder"
     kept = nbformat.reads((out / "results" / "mallory" / "13_embedding.notebook.ipynb").read_text(), 4)
     printed = [c for c in kept.cells if any(EVIL in o.get("text", "") for o in c.get("outputs", []))]
     assert len(printed) == 1 and nbgrader_meta(printed[0]) == {}, "what her module printed, under her exercise"
     assert [o.text for o in kept.cells[-1].outputs] == [NOT_RUN], "the notebook as it ran is kept, as JSON"
     assert not list(out.rglob("*.notebook.html")), "no page comes out of the sandbox"
     assert "### BEGIN HIDDEN TESTS" not in page
+
+
+def test_export_feedback_hands_out_the_pages_autograde_made_as_they_are(attacked_run, tmp_path):
+    "The pages of a real run are self-contained already: export-feedback lays them out unchanged (no late penalty)."
+    assert main(["export-feedback", str(attacked_run), "--layout", "canvas", "--out", str(tmp_path / "c")]) == 0
+    for student, assignment in (("mallory", "13_embedding"), ("ned", "04_elementwise")):
+        exported = (tmp_path / "c" / assignment / student / f"{assignment}-feedback.html").read_text()
+        assert exported == (attacked_run / "feedback" / student / f"{assignment}.html").read_text()
+        assert our_scripts(exported) == [] and dangers(exported.split('id="tinytorch-score"')[1]) == []
 
 
 def test_the_page_shows_what_the_students_code_printed_and_nothing_of_the_hidden_tests(attacked_run):

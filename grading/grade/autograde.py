@@ -52,7 +52,7 @@ from ..reports.late import (
     policy_of_record,
     policy_record,
 )
-from ..reports.page import install_mathjax, plain_notebook
+from ..reports.page import plain_notebook
 from ..sandbox import sandbox
 from ..student.export import copy_package_skeleton, export_package
 from . import heldout
@@ -636,8 +636,6 @@ def _autograde(run, found, problems, workers, progress, log):
     late = {(s, a): assess(run.policies.late, a, path, run.policies.now) for s, a, path in found}
     log_policies(run.policies, out, found, log)
     log_held_out(run, found, log)
-    if run.policies.feedback != "none":
-        install_mathjax(out / "feedback")  # the pages' maths, offline (grading.reports.page)
     done, todo = plan_run(run, found, tests)
     if done:
         log(f"{len(done)} submissions already graded (unchanged since): kept")

@@ -54,10 +54,18 @@ def publish(path, notebook, assignment, result, policy, extra="", cache=None):
     None when there is none; `extra` is HTML put at the end of the banner; `cache` is grading.reports.page.render's. The page
     shows the verdict's scores only: nbgrader's own score of the run is not on it."""
     path = Path(path)
+    page = page_html(notebook, assignment, result, policy, extra, cache)
+    if page is None:
+        path.unlink(missing_ok=True)
+        return
+    write_atomic(path, page)
+
+
+def page_html(notebook, assignment: str, result: dict, policy: str, extra: str = "", cache=None) -> str | None:
+    "The feedback page `publish` writes, as text; None under the policy 'none'."
     if policy not in POLICIES:
         raise GradingError(f"--feedback {policy!r}: expected one of {', '.join(POLICIES)}.")
     if policy == "none":
-        path.unlink(missing_ok=True)
-        return
+        return None
     top = banner(assignment, result, policy, extra)
-    write_atomic(path, render(notebook if notebook is not None else new_notebook(), assignment, top, cache))
+    return render(notebook if notebook is not None else new_notebook(), assignment, top, cache)

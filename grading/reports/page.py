@@ -6,8 +6,8 @@ instructor's code here and the student's code in the sandbox, values, figures, e
 student's code could shape: `plain_notebook` keeps only the fields a page shows (cell sources, outputs of known types,
 the nbgrader flag that marks a test cell), `render` turns that into HTML with nbconvert, and everything that came from
 the notebook is sanitised (`sanitise`: no script, no event attribute, no javascript: link, no frame; images only as
-inline PNG, JPEG or GIF). The page's own scripts are MathJax, loaded from a copy beside the pages (`install_mathjax`),
-so maths shows without a network.
+inline PNG, JPEG or GIF). The page has no script and loads no file: its maths is MathML, made here
+(grading.reports.maths), which the browser draws itself, so a page uploaded on its own shows its formulas offline.
 """
 
 import copy
@@ -17,7 +17,6 @@ import html
 import json
 import re
 import secrets
-import shutil
 import threading
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from nbconvert.preprocessors import Preprocessor
 
 from ..common.errors import GradingError
 from ..common.notebooks import HIDDEN_BEGIN, HIDDEN_END, nbgrader_meta, write_atomic
+from .maths import with_mathml
 
 NOT_RUN = "(not run: the grader runs the notebook's own cells and your exercises, not cells you added)\n"
 
@@ -176,30 +176,12 @@ def plain_notebook(data):
 
 # -- The page ---------------------------------------------------------------------------------------------------------
 
-MATHJAX_FOLDER = (
-    ".mathjax"  # in OUT/feedback: no student's folder starts with '.' (grading.grade.submissions.name_problem)
-)
-MATHJAX_URL = f"../{MATHJAX_FOLDER}/MathJax.js"  # from OUT/feedback/<student>/<assignment>.html
-
-# MathJax 2 as jupyter_server_mathjax ships it: one combined configuration (TeX in, HTML-CSS out) and the STIX-Web
-# fonts only, so HTML-CSS is told to use those; Safe.js refuses \href{javascript:...} and the like in a student's maths.
-MATHJAX = f"""<script type="text/x-mathjax-config">
-MathJax.Hub.Config({{
-  "HTML-CSS": {{availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null}},
-  tex2jax: {{inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]],
-            processEscapes: true, processEnvironments: true}},
-  showMathMenu: false,
-  messageStyle: "none"
-}});
-</script>
-<script src="{MATHJAX_URL}?config=TeX-AMS-MML_HTMLorMML-full,Safe"></script>"""
-
-# nbconvert's JupyterLab page without its network scripts (require.js, MathJax and mermaid from a CDN, widgets),
-# with our MathJax, and with the cells between two markers so that they, and only they, are sanitised.
+# nbconvert's JupyterLab page without its scripts (require.js, MathJax and mermaid from a CDN, widgets), and with the
+# cells between two markers so that they, and only they, are sanitised.
 TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
-{%- block html_head_js_mathjax -%}{{ resources.page_mathjax }}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block body_loop -%}{{ resources.cells_begin }}{{ super() }}{{ resources.cells_end }}{%- endblock body_loop -%}
 {%- block any_cell scoped -%}{{ resources.cell_begin }}{{ super() }}{%- endblock any_cell -%}
@@ -252,7 +234,7 @@ def render(nb, title, banner, cache=None):
     todo = nbformat.v4.new_notebook(cells=[c for c, html in zip(nb.cells, shown) if html is None])
     todo.metadata = nb.metadata
     resources = {
-        **{"metadata": {"name": title}, "page_mathjax": MATHJAX},
+        "metadata": {"name": title},
         **{"cells_begin": begin, "cells_end": end, "cell_begin": between},
     }
     try:
@@ -263,7 +245,7 @@ def render(nb, title, banner, cache=None):
     made = iter(made)
     for i in range(len(nb.cells)):
         if shown[i] is None:
-            shown[i] = sanitise(next(made))
+            shown[i] = with_mathml(sanitise(next(made)))
             if keys[i]:
                 cache.put(keys[i], shown[i])
     return head + banner + sanitise(before) + "".join(shown) + tail
@@ -323,12 +305,12 @@ def shared_cells(released):
 
 @functools.cache
 def renderer_version():
-    "What a cell's HTML depends on besides the cell: this module, feedback.py, and the packages that render."
+    "What a cell's HTML depends on besides the cell: this module, feedback.py, maths.py, and the packages that render."
     from importlib.metadata import version
 
     here = Path(__file__).parent
-    parts = [(here / name).read_text() for name in ("page.py", "feedback.py")]
-    parts += [version(name) for name in ("nbconvert", "nh3", "mistune", "pygments", "jinja2")]
+    parts = [(here / name).read_text() for name in ("page.py", "feedback.py", "maths.py")]
+    parts += [version(name) for name in ("nbconvert", "nh3", "mistune", "pygments", "jinja2", "latex2mathml")]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -385,28 +367,3 @@ def sanitise(fragment):
         strip_comments=True,
         link_rel=None,
     )
-
-
-# -- MathJax beside the pages -----------------------------------------------------------------------------------------
-
-
-def mathjax_source():
-    "MathJax 2 as the package jupyter_server_mathjax installs it (a dependency of the course's grading tools)."
-    import jupyter_server_mathjax
-
-    return Path(jupyter_server_mathjax.__file__).parent / "static"
-
-
-def install_mathjax(feedback_folder):
-    "Copy MathJax into `feedback_folder` (OUT/feedback), where every page's MATHJAX_URL finds it; once per version."
-    import jupyter_server_mathjax
-
-    target = Path(feedback_folder) / MATHJAX_FOLDER
-    stamp = target / "version"
-    version = getattr(jupyter_server_mathjax, "__version__", "unknown")
-    if stamp.exists() and stamp.read_text() == version:
-        return target
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(mathjax_source(), target)
-    stamp.write_text(version)
-    return target
