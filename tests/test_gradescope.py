@@ -541,3 +541,13 @@ def test_run_grades_with_the_limits_the_zip_was_made_with(tmp_path, monkeypatch)
     (root / "submission_metadata.json").write_text(json.dumps(ON_TIME))
     assert gradescope.run(root) == 1
     assert given["notebook_timeout"] == 123 and given["memory_mb"] == 456
+
+
+def test_the_course_and_the_zips_setup_sh_ask_for_one_python_minimum():
+    "Issue 41.8: pyproject said 3.10+, setup.sh 3.11+ (nbgrader 0.9.6 needs 3.11: so does the course)."
+    import tomllib
+
+    required = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    major, minor = (int(part) for part in required.removeprefix(">=").split("."))
+    assert f"sys.version_info < ({major}, {minor})" in gradescope.SETUP_SH
+    assert f"needs Python {major}.{minor} or newer" in gradescope.SETUP_SH
