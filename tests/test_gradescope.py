@@ -474,6 +474,14 @@ def test_try_summary_says_what_students_see_before_the_grades_are_published():
     assert lines[-1] == "  Submitted 30 hours late"
 
 
+def test_try_estimates_the_time_at_gradescopes_half_cpu_and_says_when_the_default_timeout_is_too_short():
+    from grading.lms.gradescope_try import timing
+
+    quick = timing(30, 20)
+    assert "20 CPU seconds: about 40 s at Gradescope's default 0.5 CPU" in quick and "raise" not in quick
+    assert "raise the assignment's autograder timeout" in timing(300, GRADESCOPE_SETUP)
+
+
 def test_gradescope_needs_out_or_try_and_metadata_only_with_try(tmp_path, capsys):
     from grading.cli import main
 

@@ -10,6 +10,7 @@ are published.
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ..common.defaults import GRADESCOPE_TIMEOUT
+from ..common.defaults import GRADESCOPE_CPU, GRADESCOPE_SETUP, GRADESCOPE_TIMEOUT
 from ..common.errors import GradingError
 
 TRY_USER = {"name": "Try Student", "email": "try.student@example.invalid", "id": 0}
@@ -40,9 +41,9 @@ def try_zip(zip_path, submission, *, metadata=None, log=print):
     root = Path(tempfile.mkdtemp(prefix="gradescope-try-"))
     try:
         lay_out(root, zip_path, submission, metadata, log)
-        started = time.monotonic()
+        started, cpu = time.monotonic(), cpu_seconds()
         done = run_autograder(root)
-        seconds = time.monotonic() - started
+        seconds, cpu = time.monotonic() - started, cpu_seconds() - cpu
         log(done.stdout.rstrip())
         results = root / "results" / "results.json"
         if done.returncode != 0 or not results.is_file():
@@ -50,7 +51,7 @@ def try_zip(zip_path, submission, *, metadata=None, log=print):
             return done.returncode or 1
         for line in summary(json.loads(results.read_text())):
             log(line)
-        log(timing(seconds))
+        log(timing(seconds, cpu))
         return 0
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -134,12 +135,22 @@ def summary(results):
     return lines
 
 
-def timing(seconds):
-    "How long the run took here, beside Gradescope's default autograder timeout."
-    note = (
-        "Gradescope gives a submission half a CPU by default, so expect it to take longer there"
-        if seconds * 2 < GRADESCOPE_TIMEOUT
-        else f"at Gradescope's default half a CPU this may pass its default timeout ({GRADESCOPE_TIMEOUT // 60} "
-        "minutes): raise the assignment's autograder timeout (Settings, Autograder timeout)"
+def cpu_seconds():
+    "The CPU seconds of this process's finished children (run_autograder and every process it waited for)."
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timing(seconds, cpu):
+    "How long the run took here, and what that CPU time makes at Gradescope's default share of a CPU."
+    there = cpu / GRADESCOPE_CPU
+    line = (
+        f"run_autograder took {seconds:.0f} s here and {cpu:.0f} CPU seconds: about {there:.0f} s at Gradescope's "
+        f"default {GRADESCOPE_CPU:g} CPU, where it gets that share, of its default {GRADESCOPE_TIMEOUT} s timeout"
     )
-    return f"run_autograder took {seconds:.0f} s here; {note}"
+    if there > GRADESCOPE_SETUP:  # more than the zip keeps for the set-up and the reference check of a solved notebook
+        line += (
+            "; a submission that uses its whole notebook limit takes that much more: raise the assignment's "
+            "autograder timeout (its Settings), or give `gradescope` a smaller --notebook-timeout"
+        )
+    return line
