@@ -179,6 +179,7 @@ def test_a_submission_without_exactly_one_notebook_of_the_assignment_scores_0_wi
         results = json.loads((root / "results" / "results.json").read_text())
         assert results["score"] == 0 and results["tests"] == []
         assert expected in results["output"] and f"{ASSIGNMENT}.ipynb" in results["output"]
+        assert results["output_format"] == "text"  # a file named <img src=x onerror=...>.ipynb is shown as text
         assert stat.S_IMODE((root / "source").stat().st_mode) == 0o700  # the answer key is root's alone
     finally:
         shutil.rmtree(root)

@@ -43,6 +43,7 @@ from ..common.defaults import (
 from ..common.errors import GradingError
 from ..common.notebooks import REPO
 from .gradescope_metadata import assignment_titled, late_policy, read_metadata, submitter
+from .lms import GRADESCOPE_TEXT
 
 COURSE_FILES = ["grading", "notebooks", "tinytorch", "settings.ini", "pyproject.toml", "README.md"]
 CONFIG = "gradescope.json"
@@ -237,7 +238,7 @@ def run(root):
     try:
         results = grade(root)
     except Rejected as why:
-        results = {"score": 0.0, "output": str(why), "tests": []}
+        results = {"score": 0.0, "output": str(why), "tests": [], **GRADESCOPE_TEXT}  # it names the uploaded file
     except GradingError as error:  # the grading environment cannot grade safely, or the grader could not grade
         return not_graded(root, f"{error}")
     except Exception as error:  # the grader's own failure
