@@ -560,3 +560,26 @@ def test_the_course_and_the_zips_setup_sh_ask_for_one_python_minimum():
     major, minor = (int(part) for part in required.removeprefix(">=").split("."))
     assert f"sys.version_info < ({major}, {minor})" in gradescope.SETUP_SH
     assert f"needs Python {major}.{minor} or newer" in gradescope.SETUP_SH
+
+
+def test_try_lays_out_a_folder_as_gradescope_lays_out_autograder_and_refuses_a_missing_submission(tmp_path):
+    from grading.lms.gradescope_try import TRY_USER, lay_out
+
+    zipped = gradescope.build(tmp_path / "a.zip", [ASSIGNMENT], log=lambda message: None)
+    upload = tmp_path / "upload"
+    (upload / "extra").mkdir(parents=True)
+    (upload / f"{ASSIGNMENT}.ipynb").write_text("{}")
+    (upload / "extra" / "notes.txt").write_text("mine")
+    root, said = tmp_path / "root", []
+    root.mkdir()
+    lay_out(root, zipped, upload, None, said.append)
+    assert (root / "submission" / f"{ASSIGNMENT}.ipynb").is_file() and (root / "submission" / "extra").is_dir()
+    assert os.access(root / "source" / "run_autograder", os.X_OK) and (root / "results").is_dir()
+    metadata = json.loads((root / "submission_metadata.json").read_text())
+    assert metadata["users"] == [TRY_USER] and "no --metadata" in said[0]
+    with pytest.raises(GradingError, match="no such notebook or folder"):
+        lay_out(tmp_path / "other", zipped, tmp_path / "nothing.ipynb", None, said.append)
+    (tmp_path / "bad.json").write_text("{")
+    (tmp_path / "again").mkdir()
+    with pytest.raises(GradingError, match="--metadata .*bad.json: cannot be read as JSON"):
+        lay_out(tmp_path / "again", zipped, upload, tmp_path / "bad.json", said.append)
