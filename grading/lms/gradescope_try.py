@@ -144,9 +144,9 @@ def cpu_seconds():
 def timing(seconds, cpu):
     "How long the run took here, and what that CPU time makes at Gradescope's default share of a CPU."
     there = cpu / GRADESCOPE_CPU
-    line = (
-        f"run_autograder took {seconds:.0f} s here and {cpu:.0f} CPU seconds: about {there:.0f} s at Gradescope's "
-        f"default {GRADESCOPE_CPU:g} CPU, where it gets that share, of its default {GRADESCOPE_TIMEOUT} s timeout"
+    line = (  # (processes the grader did not wait for are not counted: a lower bound)
+        f"run_autograder took {seconds:.0f} s here and at least {cpu:.0f} CPU seconds: {there:.0f} s or more at "
+        f"Gradescope's default {GRADESCOPE_CPU:g} CPU, of its default {GRADESCOPE_TIMEOUT} s timeout"
     )
     if there > GRADESCOPE_SETUP:  # more than the zip keeps for the set-up and the reference check of a solved notebook
         line += (
