@@ -537,7 +537,8 @@ def parser():
         metavar="SUBMISSION",
         help="run the zip here as Gradescope runs it, on SUBMISSION (a notebook, or a folder of what a student "
         "uploads), and print results.json's summary; it uses this Python and installs nothing (setup.sh's apt and "
-        "pip are not run); without --out the zip is made in a temporary folder",
+        "pip are not run), and students' code runs in bubblewrap, or where that cannot run, as root with the user "
+        "student (TINYTORCH_STUDENT_USER), as there; without --out the zip is made in a temporary folder",
     )
     p.add_argument(
         "--metadata",
@@ -577,7 +578,8 @@ def parser():
         "--hidden-visibility",
         default="after_published",
         metavar="VISIBILITY",
-        help="Gradescope visibility of hidden tests: hidden, after_due_date, after_published (default), visible",
+        help="Gradescope visibility of hidden tests: hidden, after_due_date, after_published (default: shown once you "
+        "publish the grades; until then students see the visible tests' points and not their total), visible",
     )
     p.set_defaults(run=cmd_gradescope)
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")
