@@ -381,7 +381,10 @@ def test_export_grades_says_why_the_score_is_not_the_tests_sum_and_when_hidden_t
     assert results["output_format"] == results["test_output_format"] == results["test_name_format"] == "text"
 
 
-@pytest.mark.parametrize("visibility, words", [("after_due_date", "after the due date"), ("hidden", "instructor only")])
+@pytest.mark.parametrize(
+    "visibility, words",
+    [("after_due_date", "is shown after the due date"), ("hidden", "is shown to your instructor only")],
+)
 def test_the_output_says_when_each_visibility_shows_the_hidden_tests(visibility, words):
     from grading.lms.lms import gradescope_results
     from grading.lms.lms_input import Person
@@ -389,7 +392,7 @@ def test_the_output_says_when_each_visibility_shows_the_hidden_tests(visibility,
     tests = {"seen": {"score": 1, "max_score": 1}, "unseen": {"score": 0, "max_score": 2}}
     entry = {"score": 1.0, "max_score": 3.0, "tests": tests}
     results = gradescope_results(Person(student="ada"), "x", entry, {"seen": False, "unseen": True}, visibility)
-    assert "1 hidden tests (2 of the 3 points)" in results["output"] and words in results["output"]
+    assert "1 hidden test (2 of the 3 points)" in results["output"] and words in results["output"]
     everything = gradescope_results(Person(student="ada"), "x", entry, {"seen": False, "unseen": False}, visibility)
     assert everything["output"] == ""  # nothing hidden, nothing to say
 

@@ -286,9 +286,12 @@ def write_side_file(rows, out):
 
 GRADESCOPE_TEXT = {"output_format": "text", "test_output_format": "text", "test_name_format": "text"}  # never HTML
 SHOWN = {  # when students see a test of each Gradescope visibility (its autograder specifications)
-    "after_due_date": "after the due date",
-    "after_published": "when your instructor publishes the grades",
-    "hidden": "only to your instructor",
+    "after_due_date": "after the due date; until then Gradescope shows their results and your total to your instructor",
+    "after_published": (
+        "when your instructor publishes the grades; until then Gradescope shows their results and your total to your "
+        "instructor"
+    ),
+    "hidden": "to your instructor only, as your total is",
 }
 
 
@@ -355,10 +358,10 @@ def hidden_note(listed, visibility):
     unseen = [t for t in listed if t["visibility"] != "visible"]
     if not unseen:
         return ""
-    points = sum(t["max_score"] for t in unseen)
+    points, total = sum(t["max_score"] for t in unseen), sum(t["max_score"] for t in listed)
+    tests = "1 hidden test" if len(unseen) == 1 else f"{len(unseen)} hidden tests"
     return (
-        f"{len(unseen)} hidden tests ({points:g} of the {sum(t['max_score'] for t in listed):g} points) are shown "
-        f"{SHOWN[visibility]}; until then Gradescope shows their results and your total to your instructor only."
+        f"{tests} ({points:g} of the {total:g} points) {'is' if len(unseen) == 1 else 'are'} shown {SHOWN[visibility]}."
     )
 
 
