@@ -4,7 +4,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common.defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
+from .common.defaults import (
+    CELL_TIMEOUT,
+    GRADESCOPE_MEMORY_MB,
+    GRADESCOPE_NOTEBOOK_TIMEOUT,
+    GRADESCOPE_TIMEOUT,
+    MEMORY_MB,
+    NOTEBOOK_TIMEOUT,
+)
 from .common.environment import shared_with_the_kit
 from .common.errors import GradingError
 
@@ -125,18 +132,31 @@ def warn_if_unsafe(args):
 
 
 def cmd_gradescope(args):
-    from .lms.gradescope import build
+    import tempfile
 
-    path = build(
-        args.out,
-        args.assignment,
-        args.secret_file,
-        args.late_penalty,
-        args.hidden_visibility,
-        held_out_digits=args.held_out_digits,
-    )
-    print(f"Gradescope autograder written to {path}: upload it as the programming assignment's autograder")
-    return 0
+    from .lms.gradescope import build
+    from .lms.gradescope_try import try_zip
+
+    if args.out is None and args.try_submission is None:
+        raise GradingError("gradescope needs --out autograder.zip (the zip to write), or --try SUBMISSION, or both.")
+    if args.metadata is not None and args.try_submission is None:
+        raise GradingError("--metadata is for --try: give --try SUBMISSION too, or leave --metadata out.")
+    with tempfile.TemporaryDirectory(prefix="gradescope-zip-") as scratch:
+        path = build(
+            args.out or Path(scratch) / "autograder.zip",
+            args.assignment,
+            args.secret_file,
+            args.late_penalty,
+            args.hidden_visibility,
+            held_out_digits=args.held_out_digits,
+            notebook_timeout=args.notebook_timeout,
+            memory_mb=args.memory_mb,
+        )
+        if args.out is not None:
+            print(f"Gradescope autograder written to {path}: upload it as the programming assignment's autograder")
+        if args.try_submission is None:
+            return 0
+        return try_zip(path, args.try_submission, metadata=args.metadata)
 
 
 def print_outputs(out):
@@ -623,7 +643,24 @@ def add_instructor_commands(sub):
     )
     p.set_defaults(run=cmd_export_feedback)
     p = sub.add_parser("gradescope", help="the Gradescope autograder zip: setup.sh, run_autograder and the course")
-    p.add_argument("--out", required=True, help="the zip to write (upload it as the assignment's autograder)")
+    p.add_argument("--out", default=None, help="the zip to write (upload it as the assignment's autograder)")
+    p.add_argument(
+        "--try",
+        dest="try_submission",
+        default=None,
+        metavar="SUBMISSION",
+        help="run the zip here as Gradescope runs it, on SUBMISSION (a notebook, or a folder of what a student "
+        "uploads), and print results.json's summary; it uses this Python and installs nothing (setup.sh's apt and "
+        "pip are not run), and students' code runs in bubblewrap, or where that cannot run, as root with the user "
+        "student (TINYTORCH_STUDENT_USER), as there; without --out the zip is made in a temporary folder",
+    )
+    p.add_argument(
+        "--metadata",
+        default=None,
+        metavar="FILE.json",
+        help="with --try: the submission_metadata.json Gradescope would give (the student, the submission time, the "
+        "due date); default: a student submitting now, a day before the due date",
+    )
     p.add_argument("--assignment", action="append", default=None, help="grade only this notebook (repeatable)")
     p.add_argument(
         "--secret-file", default=None, help="the course secret of your autograde runs, so hidden inputs agree"
@@ -638,10 +675,25 @@ def add_instructor_commands(sub):
     )
     p.add_argument("--late-penalty", default="none", help="as for autograde; the due date is Gradescope's")
     p.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=GRADESCOPE_NOTEBOOK_TIMEOUT,
+        help=f"as for autograde (default {GRADESCOPE_NOTEBOOK_TIMEOUT}: with the set-up and the reference check it "
+        f"fits Gradescope's default autograder timeout of {GRADESCOPE_TIMEOUT // 60} minutes; more says what to set)",
+    )
+    p.add_argument(
+        "--memory-mb",
+        type=int,
+        default=MEMORY_MB,
+        help=f"as for autograde (default {MEMORY_MB}); Gradescope's container has {GRADESCOPE_MEMORY_MB} MB in all "
+        "unless its Autograder Settings give more",
+    )
+    p.add_argument(
         "--hidden-visibility",
         default="after_published",
         metavar="VISIBILITY",
-        help="Gradescope visibility of hidden tests: hidden, after_due_date, after_published (default), visible",
+        help="Gradescope visibility of hidden tests: hidden, after_due_date, after_published (default: shown once you "
+        "publish the grades; until then students see the visible tests' points and not their total), visible",
     )
     p.set_defaults(run=cmd_gradescope)
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")

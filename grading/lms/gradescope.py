@@ -9,19 +9,21 @@ student's files flat in /autograder/submission and runs `/autograder/run_autogra
 - run_autograder: `python -m grading.lms.gradescope run ROOT` from that copy (ROOT is /autograder, or $GRADESCOPE_ROOT;
   the Python is /autograder/venv/bin/python, or $TINYTORCH_GRADER_PYTHON);
 - course/: the repository's course (notebooks, the grader, the reference package), gradescope.json (the
-  assignments and policies), course-secret (the hidden tests' variants, as `autograde --secret-file`), and with
-  `--held-out-digits FILE` held-out-digits.npz (the instructor's own digits the capstone is measured on, as
-  `autograde --held-out-digits`: the zip is private to the instructor's Gradescope account, and the file stays in
-  /autograder/source, root's alone, never in the student's sandbox).
+  assignments, policies and limits, made to fit Gradescope's default container: grading.common.defaults), course-secret
+  (the hidden tests' variants, as `autograde --secret-file`), and with `--held-out-digits FILE` held-out-digits.npz
+  (the instructor's own digits the capstone is measured on, as `autograde --held-out-digits`: the zip is private to
+  the instructor's Gradescope account, and the file stays in /autograder/source, root's alone, never in the student's
+  sandbox).
 
 `run` grades the submission with `autograde` itself, in a folder under /autograder/source: the same sandbox, the
 same reference check and verdict as on the instructor's machine. Where bubblewrap cannot run in Gradescope's
-container, the students' code runs as the user `student` (grading.sandbox.sandbox), never as root; where neither can be had,
-nothing is graded and results.json says why. Every failure of a submission or of the grader ends in a results.json
-with score 0 and the reason in `output`: run never crashes without writing one.
+container, the students' code runs as the user `student` (grading.sandbox.sandbox), never as root. A submission that
+cannot be graded as it is (no notebook, another assignment's) gets score 0 and the reason; where the grader cannot
+grade for a reason of its own (no sandbox and no student user, no or unreadable submission_metadata.json, its own
+error) it writes no results.json, says why and exits 1, so Gradescope shows the run as failed, never as a 0.
+`gradescope --try` (gradescope_try.py) runs the zip the same way on the instructor's machine.
 """
 
-import contextlib
 import json
 import os
 import shutil
@@ -30,8 +32,18 @@ import sys
 import zipfile
 from pathlib import Path
 
+from ..common.defaults import (
+    GRADESCOPE_MAX_TIMEOUT,
+    GRADESCOPE_NOTEBOOK_TIMEOUT,
+    GRADESCOPE_SETUP,
+    GRADESCOPE_TIMEOUT,
+    MEMORY_MB,
+    NOTEBOOK_TIMEOUT,
+)
 from ..common.errors import GradingError
 from ..common.notebooks import REPO
+from .gradescope_metadata import assignment_titled, late_policy, read_metadata, submitter
+from .lms import GRADESCOPE_TEXT
 
 COURSE_FILES = ["grading", "notebooks", "tinytorch", "settings.ini", "pyproject.toml", "README.md"]
 CONFIG = "gradescope.json"
@@ -39,14 +51,25 @@ SECRET = "course-secret"
 STUDENT_USER = "student"
 
 SETUP_SH = r"""#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu; apt-get update has run).
+# Gradescope runs this once, as root, when it builds the autograder's image from its base image (Ubuntu 22.04 by
+# default, whose python3 is 3.10: the course needs 3.11 or newer, as nbgrader 0.9.6 does).
 set -euo pipefail
 source=/autograder/source
+apt-get update
 apt-get install -y --no-install-recommends bubblewrap python3-venv python3-pip
-python=$(command -v python3.12 || command -v python3.11 || true)
-if [ -z "$python" ]; then  # the course needs Python 3.11 or newer (Ubuntu 22.04's python3 is 3.10)
-    apt-get install -y --no-install-recommends python3.11 python3.11-venv
-    python=python3.11
+new_enough() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+python=""
+for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null && new_enough "$candidate"; then python=$(command -v "$candidate"); break; fi
+done
+if [ -z "$python" ]; then  # Ubuntu 22.04 has Python 3.11 in its universe component; 18.04 and 20.04 have none
+    apt-get install -y --no-install-recommends python3.11 python3.11-venv || true
+    if command -v python3.11 >/dev/null && new_enough python3.11; then python=$(command -v python3.11); fi
+fi
+if [ -z "$python" ]; then
+    echo "setup.sh: the course needs Python 3.11 or newer, and this base image has none to install with apt." >&2
+    echo "In the assignment's Configure Autograder, choose the base image Ubuntu 22.04 (Gradescope's default) or newer, and upload the zip again." >&2
+    exit 1
 fi
 # the user students' code runs as where bubblewrap cannot make a sandbox in the container (grading/sandbox/sandbox.py)
 id -u student >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin student
@@ -81,12 +104,15 @@ def build(
     log=print,
     *,
     held_out_digits=None,
+    notebook_timeout=GRADESCOPE_NOTEBOOK_TIMEOUT,
+    memory_mb=MEMORY_MB,
 ):
     """Write the autograder zip to `out` for `assignments` (default: every graded notebook); return its path.
     `secret_file`: the course secret (default: a new one); `late_penalty`: as autograde's, with Gradescope's due
     date; `visibility`: Gradescope's visibility of the hidden tests; `held_out_digits`: the instructor's own digits
-    for the capstone (grading.grade.heldout), checked here and put into the zip. Raises GradingError, writing nothing,
-    on a bad option or file."""
+    for the capstone (grading.grade.heldout), checked here and put into the zip; `notebook_timeout`, `memory_mb`:
+    autograde's limits in the container. Logs what to set on Gradescope (the autograder timeout, when hidden tests
+    show). Raises GradingError, writing nothing, on a bad option or file."""
     from ..grade import heldout
     from ..grade.autograde import graded_assignments
     from ..reports.late import parse_penalty
@@ -101,7 +127,9 @@ def build(
         raise GradingError(f"unknown visibility {visibility!r}; choose one of {', '.join(VISIBILITIES)}.")
     parse_penalty(late_penalty)  # refused here, not in every student's results
     held_out = heldout.read(held_out_digits) if held_out_digits else None  # refused here too
+    check_timeout(notebook_timeout)
     config = {"assignments": chosen, "late_penalty": late_penalty, "hidden_visibility": visibility}
+    config.update(notebook_timeout=notebook_timeout, memory_mb=memory_mb)
     out = Path(out)
     if out.is_dir():
         raise GradingError(f"--out {out}: is a folder; name the zip to write, such as {out / 'autograder.zip'}.")
@@ -123,7 +151,39 @@ def build(
         partial.unlink(missing_ok=True)
     if held_out is not None:
         log(f"the zip holds your held-out digits ({held_out.source}): keep it private, as the file itself")
+    log(timeout_advice(notebook_timeout))
+    if visibility != "visible":
+        log(
+            f"hidden tests are {visibility}: before then students see the visible tests' points and not their total "
+            "(--hidden-visibility after_due_date shows them after the due date; `gradescope --try` shows the split)"
+        )
     return out
+
+
+def check_timeout(notebook_timeout):
+    "Refuse a notebook limit that no Gradescope setting can hold with the set-up and reference check."
+    if not 0 < notebook_timeout <= GRADESCOPE_MAX_TIMEOUT - GRADESCOPE_SETUP:
+        raise GradingError(
+            f"--notebook-timeout {notebook_timeout}: expected 1 to {GRADESCOPE_MAX_TIMEOUT - GRADESCOPE_SETUP} "
+            f"seconds (Gradescope's autograder timeout is {GRADESCOPE_MAX_TIMEOUT // 60} minutes at most, and a run "
+            f"also needs about {GRADESCOPE_SETUP} s for its set-up and the reference check)."
+        )
+
+
+def timeout_advice(notebook_timeout):
+    "The line that says whether Gradescope's default autograder timeout holds a run of this zip, or what to set."
+    needed = notebook_timeout + GRADESCOPE_SETUP
+    if needed <= GRADESCOPE_TIMEOUT:
+        return (
+            f"a submission may take {notebook_timeout} s, plus about {GRADESCOPE_SETUP} s of set-up and reference "
+            f"check: Gradescope's default autograder timeout ({GRADESCOPE_TIMEOUT // 60} minutes) holds it"
+        )
+    minutes = -(-needed // 60)
+    return (
+        f"a submission may take {notebook_timeout} s, plus about {GRADESCOPE_SETUP} s of set-up and reference check: "
+        f"raise the assignment's autograder timeout (its Settings) to {minutes} minutes, or Gradescope stops such a "
+        f"run at its default {GRADESCOPE_TIMEOUT // 60} minutes with no score"
+    )
 
 
 def add_text(archive, name, text, executable=False):
@@ -156,7 +216,7 @@ def course_files():
         text=True,
     )
     if listed.returncode == 0 and listed.stdout.strip():
-        return [p for p in listed.stdout.splitlines() if (REPO / p).is_file()]
+        return sorted({p for p in listed.stdout.splitlines() if (REPO / p).is_file()})  # a conflicted file: 3 lines
     files = []
     for top in COURSE_FILES:
         path = REPO / top
@@ -178,7 +238,7 @@ def run(root):
     try:
         results = grade(root)
     except Rejected as why:
-        results = {"score": 0.0, "output": str(why), "tests": []}
+        results = {"score": 0.0, "output": str(why), "tests": [], **GRADESCOPE_TEXT}  # it names the uploaded file
     except GradingError as error:  # the grading environment cannot grade safely, or the grader could not grade
         return not_graded(root, f"{error}")
     except Exception as error:  # the grader's own failure
@@ -239,6 +299,8 @@ def grade(root):
             feedback="none",
             late=policy,
             student_user=user,
+            notebook_timeout=config.get("notebook_timeout", NOTEBOOK_TIMEOUT),  # (a zip made before they were set)
+            memory_mb=config.get("memory_mb", MEMORY_MB),
             held_out_digits=source / FILE_NAME if (source / FILE_NAME).exists() else None,
         )
     except GradingError as error:
@@ -246,7 +308,7 @@ def grade(root):
     row = next(r for r in rows if r.student == person.student)
     if row.problem and not row.graded:
         raise GradingError(row.note)
-    return results_of(work / "out", person, assignment, row, config)
+    return results_of(work / "out", person, assignment, config)
 
 
 def lock_down(source):
@@ -285,62 +347,8 @@ def find_notebook(folder, assignments):
     return named, notebook
 
 
-def assignment_titled(metadata, assignments):
-    "The one assignment of the zip that the Gradescope assignment's title names (04_elementwise: …), else None."
-    title = str((metadata.get("assignment") or {}).get("title") or "").lower()
-    named = [a for a in assignments if a.lower() in title]
-    return named[0] if len(named) == 1 else None
-
-
-def read_metadata(root):
-    "Gradescope's submission_metadata.json ({} where there is none, as in a local test)."
-    try:
-        data = json.loads((root / "submission_metadata.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def submitter(metadata):
-    "The student as collect names a Gradescope submitter (student id, else email): the variant then matches."
-    from .downloads import slug
-    from .lms_input import Person
-
-    users = metadata.get("users") or [{}]
-    who = users[0] if isinstance(users[0], dict) else {}
-    name, sid, email = (str(who.get(key) or "").strip() for key in ("name", "sid", "email"))
-    student = slug(sid, lower=False) or slug(email) or slug(str(who.get("id") or "")) or "student"
-    return Person(student=student, name=name, email=email, sis_id=sid, lms_id=str(who.get("id") or ""))
-
-
-def due_date(metadata):
-    """The submission's due date: a submitter's own, which holds an extension Gradescope gave them (the latest of a
-    group's), else the assignment's."""
-    from datetime import datetime
-
-    own = {}
-    for user in metadata.get("users") or []:
-        date = ((user.get("assignment") or {}) if isinstance(user, dict) else {}).get("due_date")
-        with contextlib.suppress(TypeError, ValueError):
-            own[datetime.fromisoformat(date).timestamp()] = date
-    return own[max(own)] if own else (metadata.get("assignment") or {}).get("due_date")
-
-
-def late_policy(config, metadata, assignment, copy):
-    """The late policy (grading.reports.late) of gradescope.json's penalty, Gradescope's due date and the submission's time
-    (metadata written by Gradescope, not by the student: given to autograde as a trusted timestamp.txt)."""
-    from ..reports.late import Policy, make_policy
-
-    due = due_date(metadata)
-    created = metadata.get("created_at")
-    if config.get("late_penalty", "none") == "none" or not due or not created:
-        return Policy()
-    (copy.parent / "timestamp.txt").write_text(f"{created}\n")
-    return make_policy([f"{assignment}={due}"], None, config["late_penalty"], None, trust_timestamps=True)
-
-
-def results_of(out, person, assignment, row, config):
-    "Gradescope's results.json for the row: lms.gradescope_results, plus the late policy and the variant."
+def results_of(out, person, assignment, config):
+    "Gradescope's results.json for the row: lms.gradescope_results (the late penalty included), and the variant."
     from .lms import gradescope_results
     from .lms_input import hidden_tests
 
@@ -348,17 +356,6 @@ def results_of(out, person, assignment, row, config):
     entry = book.get(person.student, {}).get(assignment)
     hidden = hidden_tests(REPO / "notebooks").get(assignment)
     results = gradescope_results(person, assignment, entry, hidden, config.get("hidden_visibility", "after_published"))
-    lines = [results["output"]] if results["output"] else []
-    if row.manual_points:
-        lines.append(
-            f"Your written answers ({row.manual_points:g} points) are marked by hand: they are not in this score."
-        )
-    if row.late_by_hours:
-        lines.append(
-            f"Submitted {row.late_by_hours:g} hours late: {row.penalty:g} points taken "
-            f"({row.score:g} autograded, {row.final_score:g} counted)."
-        )
-    results["output"] = "\n".join(lines)
     if entry and entry.get("variant"):
         results["extra_data"]["variant"] = entry["variant"]
     return results

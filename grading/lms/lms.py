@@ -39,7 +39,7 @@ from ..common.notebooks import write_atomic
 from . import canvas, moodle
 from .entries import MISSING, MISSING_WORDS, Grades, fmt, graded
 from .folders import IDENTITY
-from .lms_input import Person, hidden_tests, read_gradebook, read_roster
+from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
 from .marked import add_marks, changed_since_grading, mark_entry, unmarked_warning
 
 FORMATS = ("canvas", "moodle", "moodle-worksheet", "gradescope")
@@ -240,8 +240,21 @@ def write_csv_export(grades, everyone, assignments, out, options, report, graded
     report.howto = howto(grades, assignments, options, identifier)
 
 
+GRADESCOPE_TEXT = {"output_format": "text", "test_output_format": "text", "test_name_format": "text"}  # never HTML
+SHOWN = {  # when students see a test of each Gradescope visibility (its autograder specifications)
+    "after_due_date": "after the due date; until then Gradescope shows their results and your total to your instructor",
+    "after_published": (
+        "when your instructor publishes the grades; until then Gradescope shows their results and your total to your "
+        "instructor"
+    ),
+    "hidden": "to your instructor only, as your total is",
+}
+
+
 def gradescope_results(person, assignment, entry, hidden, visibility):
-    "One Gradescope results.json, as a dict: the total, and each test with its visibility."
+    """One Gradescope results.json, as a dict: the total, each test with its visibility, and an output (plain text,
+    as every string in it: Gradescope renders the top-level output as HTML by default) that says what the score
+    holds: the late penalty, the written answers, the points of the hidden tests and when they are shown."""
     extra = {"student": person.student, "assignment": assignment}
     extra.update({k: getattr(person, k) for k in ("email", "lms_id", "sis_id") if getattr(person, k)})
     if entry is None or entry.get("graded") is False:
@@ -250,6 +263,7 @@ def gradescope_results(person, assignment, entry, hidden, visibility):
             "output": f"No submission of {assignment} was graded." + (f" {entry['note']}" if entry else ""),
             "tests": [],
             "extra_data": extra,
+            **GRADESCOPE_TEXT,
         }
     tests = entry.get("tests") or {}
     order = list(hidden) if hidden is not None else []
@@ -268,12 +282,43 @@ def gradescope_results(person, assignment, entry, hidden, visibility):
                 "output": str(test.get("message") or ""),
             }
         )
+    lines = [entry.get("note") or ""] + score_notes(entry) + [hidden_note(listed, visibility)]
     return {
         "score": float(entry.get("final_score", entry["score"])),
-        "output": entry.get("note") or "",
+        "output": "\n".join(line for line in lines if line),
         "tests": listed,
         "extra_data": extra,
+        **GRADESCOPE_TEXT,
     }
+
+
+def score_notes(entry):
+    "What makes the score differ from the tests' sum: the late penalty, the written answers marked by hand."
+    lines = []
+    manual, marked = entry.get("manual_points"), entry.get("manual_score")
+    if number(manual) and manual and number(marked) and not entry.get("manual_unmarked"):
+        lines.append(f"Your written answers earned {marked:g} of {manual:g} points (marked by hand): in this score.")
+    elif number(manual) and manual:
+        lines.append(f"Your written answers ({manual:g} points) are marked by hand: they are not in this score.")
+    if number(entry.get("late_by_hours")) and entry["late_by_hours"] > 0 and number(entry.get("penalty")):
+        final = float(entry.get("final_score", entry["score"]))
+        lines.append(
+            f"Submitted {entry['late_by_hours']:g} hours late: {entry['penalty']:g} points taken "
+            f"({final + entry['penalty']:g} before the penalty, {final:g} counted)."
+        )
+    return lines
+
+
+def hidden_note(listed, visibility):
+    "The sentence that says how many points are in tests students do not see yet, and when they will."
+    unseen = [t for t in listed if t["visibility"] != "visible"]
+    if not unseen:
+        return ""
+    points, total = sum(t["max_score"] for t in unseen), sum(t["max_score"] for t in listed)
+    tests = "1 hidden test" if len(unseen) == 1 else f"{len(unseen)} hidden tests"
+    return (
+        f"{tests} ({points:g} of the {total:g} points) {'is' if len(unseen) == 1 else 'are'} shown {SHOWN[visibility]}."
+    )
 
 
 def write_gradescope(book, people, assignments, out, hidden, visibility):
