@@ -563,6 +563,11 @@ def test_the_course_and_the_zips_setup_sh_ask_for_one_python_minimum():
     major, minor = (int(part) for part in required.removeprefix(">=").split("."))
     assert f"sys.version_info < ({major}, {minor})" in gradescope.SETUP_SH
     assert f"needs Python {major}.{minor} or newer" in gradescope.SETUP_SH
+    kit = tomllib.loads((REPO / "grading" / "authoring" / "kit" / "pyproject.toml").read_text())["project"]
+    assert kit["requires-python"] == required, "the student kit asks for the same Python"
+    assert f"min_python = {major}.{minor}\n" in (REPO / "settings.ini").read_text()
+    for readme in ["README.md", "grading/authoring/kit/README.md"]:
+        assert f"Python {major}.{minor} or newer" in (REPO / readme).read_text(), readme
 
 
 def test_try_lays_out_a_folder_as_gradescope_lays_out_autograder_and_refuses_a_missing_submission(tmp_path):
