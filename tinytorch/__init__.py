@@ -4,7 +4,7 @@ __version__ = "0.1.0"
 # tt.Tensor, tt.no_grad, and tt.nn, tt.optim and tt.functional (tinytorch/nn.py, optim.py, functional.py).
 import importlib
 
-# The package always gives the recording Tensor; notebooks 01-05 define their own plain one.
+# The package always gives the recording Tensor (notebook 01 builds a plain one of its own, before autograd exists).
 from .core.autograd import enable_autograd
 from .core.function import no_grad
 from .core.tensor import Tensor
