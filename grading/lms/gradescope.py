@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 
 from ..common.errors import GradingError
-from ..common.notebooks import REPO
+from ..common.notebooks import REPO, package_lock
 
 COURSE_FILES = ["grading", "notebooks", "tinytorch", "settings.ini", "pyproject.toml", "README.md"]
 CONFIG = "gradescope.json"
@@ -116,8 +116,9 @@ def build(
             add_text(archive, SECRET, secret)
             if held_out is not None:
                 add_bytes(archive, heldout.FILE_NAME, held_out.data)
-            for path in course_files():
-                archive.write(REPO / path, f"course/{path}")
+            with package_lock(REPO, shared=True):  # not while an export rewrites tinytorch/
+                for path in course_files():
+                    archive.write(REPO / path, f"course/{path}")
         os.replace(partial, out)
     finally:
         partial.unlink(missing_ok=True)
