@@ -30,7 +30,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from ..common.errors import GradingError
+from ..common.errors import GradingError, did_you_mean
 from ..common.notebooks import REPO, package_lock
 
 COURSE_FILES = ["grading", "notebooks", "tinytorch", "settings.ini", "pyproject.toml", "README.md"]
@@ -96,7 +96,10 @@ def build(
     chosen = list(assignments or known)
     unknown = [a for a in chosen if a not in known]
     if unknown:
-        raise GradingError(f"--assignment {', '.join(unknown)}: not a graded notebook; choose from {', '.join(known)}")
+        raise GradingError(
+            f"--assignment {', '.join(unknown)}{did_you_mean(unknown[0], known)}: not a graded notebook; choose from "
+            f"{', '.join(known)}"
+        )
     if visibility not in VISIBILITIES:
         raise GradingError(f"unknown visibility {visibility!r}; choose one of {', '.join(VISIBILITIES)}.")
     parse_penalty(late_penalty)  # refused here, not in every student's results
