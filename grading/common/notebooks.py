@@ -66,7 +66,7 @@ def parse_notebook(text, path):
     return nb
 
 
-def did_you_mean_path(path):
+def did_you_mean_path(path: Path) -> str:
     "' (did you mean PATH?)' for the name in the same folder nearest to a mistyped file or folder `path`, or ''."
     path = Path(path)
     try:
@@ -150,7 +150,7 @@ def write_atomic(path, data, mtime=None):
 
 
 @contextlib.contextmanager
-def package_lock(root, shared=False):
+def package_lock(root: Path, shared: bool = False):
     """Hold the lock of the checkout (or kit) `root` while its tinytorch/ is written (exclusive) or read (shared). It is
     a flock on the folder itself: nothing is left in the checkout, and a killed process lets go of it."""
     if fcntl is None:
