@@ -101,6 +101,9 @@ def test_grading_another_class_into_the_folder_keeps_the_students_graded_there_a
     monkeypatch.setattr(autograde, "isolation_for", lambda *args: "none")
     out = tmp_path / "grades"
     earlier_run(out)
+    page = out / "feedback" / "carol" / "02_function.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("every test's message")  # written under --feedback full
     submissions = submissions_of(tmp_path / "submissions", "dave")  # an unreadable notebook: a row, nothing to run
     code = main(["autograde", str(submissions), "--out", str(out), "--notebooks", str(course), "--feedback", "none"])
     err = capsys.readouterr().err
@@ -115,3 +118,4 @@ def test_grading_another_class_into_the_folder_keeps_the_students_graded_there_a
     book = json.loads((out / "gradebook.json").read_text())
     assert book["carol"]["02_function"]["final_score"] == 1.5
     assert book["carol"]["02_function"]["penalty_fraction"] == 0.5
+    assert not page.exists()  # this run's feedback policy holds for the pages of the students it kept

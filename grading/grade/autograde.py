@@ -648,7 +648,7 @@ def _autograde(run, found, problems, workers, progress, log):
         log(f"{len(done)} submissions already graded (unchanged since): kept")
     earlier = earlier_results(out, found, problems, log)
     late.update(earlier_late(out, earlier))
-    done.update(earlier)
+    done.update({key: refeedback(out, result, run.policies.feedback) for key, result in earlier.items()})
     results_lock = threading.Lock()
     answers = {stem: manual_answers(nb) for stem, nb in instructor.items()}
     marked = marking.read_marks(out, log)  # the marks made in formgrader since the last run
