@@ -110,9 +110,10 @@ def test_an_export_waits_while_a_grading_run_reads_the_package(tmp_path):
     module.write_text(module.read_text() + "# stale\n")
     with package_lock(root, shared=True):  # what copy_package_skeleton holds while it copies the package
         run = start_export(root)
-        while run.poll() is None and not blocked_on_a_lock(run.pid):
+        give_up = time.monotonic() + 600  # never hang the suite: an export that neither waits nor ends fails
+        while run.poll() is None and not blocked_on_a_lock(run.pid) and time.monotonic() < give_up:
             time.sleep(0.05)
-        assert run.poll() is None, f"the export did not wait for the reader: {run.communicate()}"
+        assert blocked_on_a_lock(run.pid), f"the export did not wait for the reader: {run.communicate()}"
         assert module.read_text().endswith("# stale\n")
     _, err = run.communicate(timeout=600)
     assert run.returncode == 0, err
