@@ -92,7 +92,7 @@ def cmd_autograde(args):
         notebook_timeout=args.notebook_timeout,
         memory_mb=args.memory_mb,
         progress=_progress(),
-        log=print,
+        log=console,
         unsafe_no_sandbox=args.unsafe_no_sandbox,
         secret_file=args.secret_file,
         feedback=args.feedback,
@@ -107,6 +107,11 @@ def cmd_autograde(args):
         print(f"error: {r.student}/{r.assignment}: {r.note}", file=sys.stderr)
     print_outputs(Path(args.out))
     return 1 if failed else 0
+
+
+def console(line):
+    "A line of a run's log: a warning goes to stderr, with the errors; the rest to stdout."
+    print(line, file=sys.stderr if line.startswith("warning: ") else sys.stdout)
 
 
 def late_policy(args):

@@ -864,3 +864,21 @@ def test_a_folder_a_student_made_to_look_like_moodles_is_not_anothers(tmp_path, 
     )
     (row,) = collect(download, "moodle", tmp_path / "submissions", notebooks_dir=course).rows
     assert row.status == "not placed" and "is not a folder Moodle names" in row.note, row
+
+
+def test_a_truncated_notebook_is_named_at_collect_and_placed_for_its_row(tmp_path, course, capsys):
+    """A notebook cut short in the download was placed without a word, and only autograde said it was unreadable:
+    collect names it (a warning and the report's note) and places it, so that the student's row says so."""
+    download = make_zip(tmp_path / "canvas.zip", {"doejane_5_1_02_function.ipynb": tiny()[:40]})
+    out = tmp_path / "submissions"
+    code = main(["collect", str(download), "--lms", "canvas", "--out", str(out), "--notebooks", str(course)])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert (
+        "1 notebook(s) placed are not readable notebooks (cut short, or not saved by Jupyter): doejane-5/02_function"
+        in err
+    )
+    row = report(out)["doejane_5_1_02_function.ipynb"]
+    assert row["status"] == "placed"
+    assert row["note"].startswith("not a readable notebook: not valid JSON (")
+    assert notebook(out, "doejane-5", "02_function").read_bytes() == tiny()[:40]

@@ -105,6 +105,8 @@ def test_the_zip_holds_setup_run_autograder_and_the_course(autograder_zip):
 def test_an_unknown_assignment_or_penalty_is_refused_before_any_zip_is_written(tmp_path):
     with pytest.raises(GradingError, match="99_nothing: not a graded notebook"):
         gradescope.build(tmp_path / "a.zip", ["99_nothing"], log=lambda message: None)
+    with pytest.raises(GradingError, match=r"--assignment 12_comv \(did you mean '12_conv'\?\): not a graded"):
+        gradescope.build(tmp_path / "a.zip", ["12_comv"], log=lambda message: None)
     with pytest.raises(GradingError, match="--late-penalty 'lots'"):
         gradescope.build(tmp_path / "b.zip", late_penalty="lots", log=lambda message: None)
     assert not list(tmp_path.iterdir())

@@ -495,3 +495,9 @@ def test_a_roster_in_which_two_students_share_an_id_is_refused(grading, tmp_path
     result = export(grading, "canvas", tmp_path / "canvas.csv")
     assert result.returncode != 0 and not (tmp_path / "canvas.csv").exists()
     assert f"students {people[0].student} and mallory have the same" in result.stderr, result.stderr
+
+
+def test_a_mistyped_assignment_names_the_nearest_one_in_the_gradebook(grading, tmp_path):
+    grades, roster, nbs = grading
+    with pytest.raises(GradingError, match=r"assignment '04_elementwis' \(did you mean '04_elementwise'\?\) is not in"):
+        export_grades(grades, "gradescope", tmp_path / "gs", roster=roster, notebooks_dir=nbs, only=["04_elementwis"])

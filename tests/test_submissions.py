@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grading.common.errors import GradingError
 from grading.common.notebooks import nbgrader_meta, read_notebook
 from grading.grade import submissions
 from grading.grade.submissions import find_submissions
@@ -200,3 +201,28 @@ def test_a_name_windows_keeps_for_a_device_is_refused(name):
 @pytest.mark.parametrize("name", ["cont", "console", "com10", "auxiliary", "nullah", "lpt"])
 def test_names_that_only_begin_like_a_device_are_taken(name):
     assert submissions.name_problem(name) is None
+
+
+def test_one_students_folder_passed_as_the_class_is_refused_naming_its_parent(tmp_path):
+    """A student's own folder given as SUBMISSIONS made a grading folder with "students" named after assignments
+    (an instructor's finding)."""
+    submit(tmp_path / "class", "alice")
+    with pytest.raises(GradingError) as error:
+        find_submissions(tmp_path / "class" / "alice", KNOWN)
+    assert "its folders (01_tiny) are assignments, so it is one student's folder: pass its parent" in str(error.value)
+    assert str(tmp_path / "class") in str(error.value)
+
+
+def test_a_mistyped_submissions_folder_is_named_with_the_nearest_one(tmp_path):
+    submit(tmp_path / "submissions", "alice")
+    with pytest.raises(GradingError) as error:
+        find_submissions(tmp_path / "submisions", KNOWN)
+    assert f"no such folder (did you mean {str(tmp_path / 'submissions')!r}?)" in str(error.value)
+
+
+def test_a_folder_of_notebooks_with_no_student_folders_says_where_they_belong(tmp_path):
+    (tmp_path / "01_tiny.ipynb").write_text(notebook_text())
+    with pytest.raises(GradingError) as error:
+        find_submissions(tmp_path, KNOWN)
+    assert "contains no student folders" in str(error.value)
+    assert "It holds notebooks (01_tiny.ipynb): put each in <student>/<assignment>/." in str(error.value)

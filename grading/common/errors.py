@@ -1,3 +1,18 @@
+import difflib
+
+
+def nearest(name: str, choices) -> str | None:
+    "The choice nearest to a mistyped `name`, or None when none is near."
+    close = difflib.get_close_matches(name, sorted(choices), n=1)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, choices) -> str:
+    "' (did you mean X?)' for the choice nearest to a mistyped `name`, or ''."
+    found = nearest(name, choices)
+    return f" (did you mean {found!r}?)" if found else ""
+
+
 class GradingError(Exception):
     "A problem the user can fix; the command line prints it as one line and exits non-zero."
 

@@ -1,5 +1,6 @@
 """Reading notebooks safely, and the layout of the course."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -9,7 +10,12 @@ from pathlib import Path
 
 import nbformat
 
-from .errors import GradingError
+from .errors import GradingError, nearest
+
+try:
+    import fcntl
+except ImportError:  # Windows, where a student's kit may be: one export at a time is then the student's to keep
+    fcntl = None
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -21,7 +27,7 @@ def read_notebook(path):
     "Read a notebook, turning every way it can be broken into one GradingError that names the file."
     path = Path(path)
     if not path.exists():
-        raise GradingError(f"{path}: no such file.")
+        raise GradingError(f"{path}: no such file{did_you_mean_path(path)}.")
     if path.is_dir():
         raise GradingError(f"{path}: is a folder, expected a .ipynb notebook file.")
     return parse_notebook(path.read_bytes(), path)
@@ -60,11 +66,21 @@ def parse_notebook(text, path):
     return nb
 
 
+def did_you_mean_path(path: Path) -> str:
+    "' (did you mean PATH?)' for the name in the same folder nearest to a mistyped file or folder `path`, or ''."
+    path = Path(path)
+    try:
+        found = nearest(path.name, [p.name for p in path.parent.iterdir() if not p.name.startswith(".")])
+    except OSError:  # its folder is missing too, or cannot be listed
+        return ""
+    return f" (did you mean {str(path.with_name(found))!r}?)" if found else ""
+
+
 def course_notebooks(notebooks_dir=None):
     "The course's notebooks, in order: {stem: path}."
     notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
     if not notebooks_dir.is_dir():
-        raise GradingError(f"{notebooks_dir}: the notebooks folder does not exist.")
+        raise GradingError(f"{notebooks_dir}: the notebooks folder does not exist{did_you_mean_path(notebooks_dir)}.")
     found = {p.stem: p for p in sorted(notebooks_dir.glob("*.ipynb")) if not p.name.startswith(("_", "."))}
     if not found:
         raise GradingError(f"{notebooks_dir}: contains no notebooks.")
@@ -131,6 +147,21 @@ def write_atomic(path, data, mtime=None):
     if mtime is not None:
         os.utime(tmp, (mtime, mtime))
     os.replace(tmp, path)  # replaces a link at `path` itself, never what it points at
+
+
+@contextlib.contextmanager
+def package_lock(root: Path, shared: bool = False):
+    """Hold the lock of the checkout (or kit) `root` while its tinytorch/ is written (exclusive) or read (shared). It is
+    a flock on the folder itself: nothing is left in the checkout, and a killed process lets go of it."""
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # lets go of the lock
 
 
 def write_notebook(nb, path):

@@ -44,6 +44,7 @@ from ..reports import marking
 from ..reports.feedback import POLICIES
 from ..reports.feedback import publish as publish_feedback
 from ..reports.late import (
+    Late,
     Policy,
     assess,
     check_names,
@@ -59,6 +60,7 @@ from . import heldout
 from .cluster import ClusterRunner, check_address
 from .job import Spec, digest, manual_note, test_cells
 from .runner import Runner, load_result
+from .submissions import check_folder
 from .submissions import find_submissions as read_folder
 from .timespent import write_time_spent
 from .variant import read_secret, variant_id
@@ -371,6 +373,8 @@ def late_record(result, late, marks=None):
         record.update(
             submitted_at=late.submitted_at, late_by_hours=late.late_by_hours, penalty=penalty, penalty_fraction=fraction
         )
+        if late.note:  # for a later run that keeps this row without its submission (earlier_late)
+            record["late_note"] = late.note
     if result.get("graded", True):
         record["final_score"] = final
     return record
@@ -483,26 +487,27 @@ def autograde(
     `held_out_digits`: an .npz file of the instructor's own digits, which the capstone's held-out accuracy is measured
     on instead of a part of the shipped digits (grading.grade.heldout; checked before anything is graded)."""
     log = log or (lambda message: None)
-    held_out = heldout.read(held_out_digits) if held_out_digits else None  # a bad file: GradingError, nothing done
     if feedback not in POLICIES:
         raise GradingError(f"--feedback {feedback!r}: expected one of {', '.join(POLICIES)}.")
+    # What the user typed is checked first (a typo is answered at once); the sandbox's check takes seconds.
+    notebooks = course_notebooks(Path(notebooks_dir or REPO / "notebooks"))
+    check_folder(Path(submissions), notebooks)
+    instructor = {stem: read_notebook(p) for stem, p in notebooks.items()}
+    # A notebook without tests or answers (02b_diagnosis, 15_viz: given code only) is a chapter to read, not an assignment.
+    given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}
+    out = Path(out).resolve()
+    given_late, late = late, late if late is not None else remembered_policy(out, log)
+    if late is not None:
+        check_names(late, set(instructor) - given)
+    held_out = heldout.read(held_out_digits) if held_out_digits else None  # a bad file: GradingError, nothing done
     isolation = isolation_for(unsafe_no_sandbox, student_user, cluster)
     if isolation == "user":
         log(f"bubblewrap cannot run here ({sandbox.problem()}): students' code runs as user {student_user}")
         workers = 1  # kill(-1) as that user ends every sandbox's leftovers: one sandbox at a time
-    notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
-    notebooks = course_notebooks(notebooks_dir)
     check_sources(notebooks)
-    instructor = {stem: read_notebook(p) for stem, p in notebooks.items()}
     known = {stem: identifying_ids(nb) for stem, nb in instructor.items()}
     found, problems = find_submissions(submissions, known)
-    # A notebook without tests or answers (02b_diagnosis, 15_viz: given code only) is a chapter to read, not an assignment.
-    given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}
     found = [item for item in found if item[1] not in given]
-    out = Path(out).resolve()
-    given_late, late = late, late if late is not None else remembered_policy(out, log)
-    if late is not None:
-        check_names(late, set(instructor) - given)  # before anything is graded
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):
         if given_late is not None:
@@ -639,6 +644,9 @@ def _autograde(run, found, problems, workers, progress, log):
     done, todo = plan_run(run, found, tests)
     if done:
         log(f"{len(done)} submissions already graded (unchanged since): kept")
+    earlier = earlier_results(out, found, problems, log)
+    late.update(earlier_late(out, earlier))
+    done.update({key: refeedback(out, result, run.policies.feedback) for key, result in earlier.items()})
     results_lock = threading.Lock()
     answers = {stem: manual_answers(nb) for stem, nb in instructor.items()}
     marked = marking.read_marks(out, log)  # the marks made in formgrader since the last run
@@ -719,6 +727,51 @@ def _autograde(run, found, problems, workers, progress, log):
 
 
 PUBLISH_EVERY = 2.0  # seconds: how current grades.csv and gradebook.json are kept while a run goes on
+
+
+def earlier_results(out, found, problems, log):
+    """{(student, assignment): result} of OUT/results that this run does not grade: another class graded into OUT, or
+    an assignment collected into another SUBMISSIONS folder. They stay in the table and the gradebook (a run used to
+    drop them from both without a word); the warning names their students."""
+    graded = {(s, a) for s, a, _ in found} | {(p.student, p.assignment) for p in problems}
+    kept = {}
+    for path in sorted((out / "results").glob("*/*.json")):
+        result = load_result(path)
+        key = (path.parent.name, path.stem)
+        if key not in graded and result is not None and (result.get("student"), result.get("assignment")) == key:
+            kept[key] = result
+    if kept:
+        here = {s for s, _ in graded}
+        absent = sorted({s for s, _ in kept if s not in here})
+        named = (
+            f"; of {len(absent)} students not in it: {', '.join(absent[:10])}{' and more' if len(absent) > 10 else ''}"
+        )
+        log(
+            f"warning: {out} holds {len(kept)} earlier results of submissions not in this SUBMISSIONS folder"
+            + (named if absent else "")
+            + f". They are kept in grades.csv and gradebook.json (export-grades exports them too); to drop a "
+            f"student's, delete {out / 'results' / '<student>'} and run again."
+        )
+    return kept
+
+
+def earlier_late(out, kept):
+    "{(student, assignment): grading.reports.late.Late} of the kept results, as the gradebook of their run says."
+    try:
+        book = json.loads((out / "gradebook.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    late = {}
+    for student, assignment in kept:
+        entry = (book.get(student) or {}).get(assignment) if isinstance(book, dict) else None
+        if isinstance(entry, dict) and "penalty_fraction" in entry:
+            late[(student, assignment)] = Late(
+                entry.get("submitted_at", ""),
+                entry.get("late_by_hours"),
+                entry.get("penalty_fraction", 0.0),
+                entry.get("late_note", ""),
+            )
+    return late
 
 
 def remembered_policy(out, log):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
-from ..common.notebooks import identifying_ids, nbgrader_meta, parse_notebook
+from ..common.notebooks import did_you_mean_path, identifying_ids, nbgrader_meta, parse_notebook
 
 
 @dataclass
@@ -81,14 +81,7 @@ def find_submissions(submissions, known):
     `known`: {assignment: the grade ids of its cells}. Raises GradingError only for the folder itself (missing, or
     holding no student folders at all)."""
     submissions = Path(submissions)
-    if not submissions.is_dir():
-        raise GradingError(f"{submissions}: no such folder. Pass the folder that holds one folder per student.")
-    entries = sorted((e for e in os.scandir(submissions) if not e.name.startswith(".")), key=lambda e: e.name)
-    students = [e for e in entries if e.is_dir(follow_symlinks=True)]
-    if not students:
-        raise GradingError(
-            f"{submissions}: contains no student folders (expected {submissions}/<student>/<assignment>/)."
-        )
+    students = check_folder(submissions, known)
     found, problems = [], []
     for entry in students:
         try:
@@ -98,6 +91,35 @@ def find_submissions(submissions, known):
         found += student_found
         problems += student_problems
     return found, problems
+
+
+def check_folder(submissions: Path, known) -> list:
+    """The student folders of `submissions` (os.DirEntry); GradingError, before anything is read, for a folder that is
+    missing (with the nearest name), holds no student folders, or is laid out as one student's (its folders are
+    assignments: each would become a "student" named after it)."""
+    if not submissions.is_dir():
+        raise GradingError(
+            f"{submissions}: no such folder{did_you_mean_path(submissions)}. Pass the folder that holds one folder "
+            "per student."
+        )
+    entries = sorted((e for e in os.scandir(submissions) if not e.name.startswith(".")), key=lambda e: e.name)
+    students = [e for e in entries if e.is_dir(follow_symlinks=True)]
+    if students and all(e.name in known for e in students):
+        raise GradingError(
+            f"{submissions}: its folders ({', '.join(e.name for e in students[:5])}) are assignments, so it is one "
+            f"student's folder: pass its parent, the folder that holds one folder per student ({submissions.parent})."
+        )
+    if not students:
+        notebooks = [e.name for e in entries if e.name.endswith(".ipynb")]
+        held = (
+            f" It holds notebooks ({', '.join(notebooks[:3])}): put each in <student>/<assignment>/."
+            if notebooks
+            else ""
+        )
+        raise GradingError(
+            f"{submissions}: contains no student folders (expected {submissions}/<student>/<assignment>/).{held}"
+        )
+    return students
 
 
 def read_student(folder, known):

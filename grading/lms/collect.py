@@ -58,6 +58,7 @@ DOUBT = (
     "it was not collected; check whose it is in Canvas, and copy it to SUBMISSIONS/<student>/<nb>/<nb>.ipynb"
 )
 RENAMED = re.compile(r"(?:\s*\(\d+\)|-\d+|[-_ ]copy\d*|-checkpoint)$")  # "x (1)", "x-1", "x-Copy1": the same name
+UNREADABLE = "not a readable notebook: {}; autograde cannot grade it: ask the student to hand it in again"
 LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope", "flat": "the folder"}
 
 
@@ -259,6 +260,8 @@ def identify(found, known):
         if assignment is None:
             rows.append(Row(item.member.path, NOT_PLACED, note, person))
             continue
+        if ids is None:  # placed, so that the student's row says it: autograde cannot grade it
+            note = UNREADABLE.format(why)
         time, time_from = item.submitted, "the LMS's submission time"
         if time is None and item.member.time is not None:
             time, time_from = datetime.fromtimestamp(item.member.time).astimezone(), "the file's time in the download"
@@ -270,9 +273,13 @@ def identify(found, known):
 
 
 def summary(member):
-    "(SHA-256, grade ids or None, '') of a file of the download, or (None, None, why not): its bytes are not kept."
+    """(SHA-256, grade ids, '') of a file of the download; (SHA-256, None, why) when it is no notebook's JSON (a
+    truncated file); (None, None, why not) when it cannot be read. Its bytes are not kept."""
     data, why = member.read()
-    return (None, None, why) if data is None else (hashlib.sha256(data).hexdigest(), grade_ids(data), "")
+    if data is None:
+        return None, None, why
+    ids, why = grade_ids(data)
+    return hashlib.sha256(data).hexdigest(), ids, why
 
 
 def normal(name):
@@ -303,14 +310,16 @@ def assignment_of(item, ids, known):
 
 
 def grade_ids(data):
-    "The nbgrader grade ids of a notebook's cells, or None when it is not a notebook's JSON."
+    "(the nbgrader grade ids of a notebook's cells, ''), or (None, why) when it is not a notebook's JSON."
     try:
         cells = json.loads(data).get("cells")
-    except (ValueError, AttributeError, RecursionError):
-        return None
+    except (ValueError, RecursionError) as error:
+        return None, f"not valid JSON ({str(error)[:100]}): the file is cut short or was not saved by Jupyter"
+    except AttributeError:
+        cells = None
     if not isinstance(cells, list):
-        return None
-    return {nbgrader_meta(cell).get("grade_id") for cell in cells} - {None, ""}
+        return None, "valid JSON but not a Jupyter notebook"
+    return {nbgrader_meta(cell).get("grade_id") for cell in cells} - {None, ""}, ""
 
 
 def best_match(ids, known):
@@ -488,6 +497,15 @@ def warnings(lms, rows):
             "autograde's --due would count them all late. Apply the late policy in the LMS"
             + (" (Canvas's LATE marks are in the report's notes)" if lms == "canvas" else "")
             + "."
+        )
+    unreadable = [
+        f"{r.student}/{r.assignment}" for r in rows if r.status in (PLACED, UNCHANGED) and UNREADABLE[:24] in r.note
+    ]
+    if unreadable:
+        lines.append(
+            f"{len(unreadable)} notebook(s) placed are not readable notebooks (cut short, or not saved by Jupyter): "
+            f"{', '.join(unreadable[:5])}{' and more' if len(unreadable) > 5 else ''}; autograde cannot grade them: "
+            "download them again, or ask the students to hand them in again (collect-report.csv says why)."
         )
     renamed = sorted({r.student for r in rows if RENAMED_NOTE in r.note})
     if renamed:

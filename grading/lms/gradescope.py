@@ -40,8 +40,8 @@ from ..common.defaults import (
     MEMORY_MB,
     NOTEBOOK_TIMEOUT,
 )
-from ..common.errors import GradingError
-from ..common.notebooks import REPO
+from ..common.errors import GradingError, did_you_mean
+from ..common.notebooks import REPO, package_lock
 from .gradescope_metadata import assignment_titled, late_policy, read_metadata, submitter
 from .lms import GRADESCOPE_TEXT
 
@@ -122,7 +122,10 @@ def build(
     chosen = list(assignments or known)
     unknown = [a for a in chosen if a not in known]
     if unknown:
-        raise GradingError(f"--assignment {', '.join(unknown)}: not a graded notebook; choose from {', '.join(known)}")
+        raise GradingError(
+            f"--assignment {', '.join(unknown)}{did_you_mean(unknown[0], known)}: not a graded notebook; choose from "
+            f"{', '.join(known)}"
+        )
     if visibility not in VISIBILITIES:
         raise GradingError(f"unknown visibility {visibility!r}; choose one of {', '.join(VISIBILITIES)}.")
     parse_penalty(late_penalty)  # refused here, not in every student's results
@@ -144,8 +147,9 @@ def build(
             add_text(archive, SECRET, secret)
             if held_out is not None:
                 add_bytes(archive, heldout.FILE_NAME, held_out.data)
-            for path in course_files():
-                archive.write(REPO / path, f"course/{path}")
+            with package_lock(REPO, shared=True):  # not while an export rewrites tinytorch/
+                for path in course_files():
+                    archive.write(REPO / path, f"course/{path}")
         os.replace(partial, out)
     finally:
         partial.unlink(missing_ok=True)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common import csvsafe
-from ..common.errors import GradingError
+from ..common.errors import GradingError, did_you_mean
 from ..common.layout import unfinished_marker
 from ..common.notebooks import write_atomic
 from . import canvas, moodle
@@ -367,7 +367,10 @@ def choose_assignments(book, hidden, only, report, fmt_name):
     if only:
         unknown = [a for a in only if a not in assignments]
         if unknown:
-            raise GradingError(f"assignment {unknown[0]!r} is not in the gradebook; it has {', '.join(assignments)}.")
+            raise GradingError(
+                f"assignment {unknown[0]!r}{did_you_mean(unknown[0], assignments)} is not in the gradebook; it has "
+                f"{', '.join(assignments)}."
+            )
         assignments = [a for a in assignments if a in only]
     else:
         for student, entries in sorted(book.items()):

@@ -10,7 +10,6 @@ ISO 8601 such as `2026-12-01T23:12:03+01:00` is read too), else the file time. A
 machine's local time.
 """
 
-import difflib
 import json
 import math
 import os
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ..common.errors import GradingError
+from ..common.errors import GradingError, did_you_mean
 
 TIME_FORMAT = "YYYY-MM-DDTHH:MM, optionally with seconds and a zone (2026-12-01T23:59, 2026-12-01T23:59+01:00)"
 PENALTY_FORMAT = "'none', 'zero', or '<P>%/day' or '<P>%/hour' with an optional cap: '10%/day,max=50%'"
@@ -180,10 +179,7 @@ def check_names(policy, assignments):
     would otherwise give that assignment no due date, and every late submission no penalty, without a word."""
     unknown = sorted(name for name in {*policy.due, *policy.released} - {"*"} if name not in assignments)
     if unknown:
-        close = {name: difflib.get_close_matches(name, sorted(assignments), n=1) for name in unknown}
-        named = ", ".join(
-            f"{name!r}" + (f" (did you mean {close[name][0]!r}?)" if close[name] else "") for name in unknown
-        )
+        named = ", ".join(f"{name!r}{did_you_mean(name, assignments)}" for name in unknown)
         raise GradingError(
             f"the due dates name {named}, not an assignment of this course; the assignments are "
             f"{', '.join(sorted(assignments))}. Correct the name in --due or --due-file (or use * for every one)."

@@ -1,7 +1,15 @@
-"""`python -m grading export`: nbdev_export a repository or student kit into its tinytorch/ (the kit has this too)."""
+"""`python -m grading export`: nbdev_export a repository or student kit into its tinytorch/ (the kit has this too).
+
+nbdev_export rewrites every module, and tinytorch/__init__.py, in place: two exports of one checkout at once (two
+terminals, `make -j`) left __init__.py cut to its first line, and a grading run that copied it meanwhile graded with
+the plain Tensor. So the export runs in a copy of the checkout's sources, and each file that changed is swapped into
+tinytorch/ whole (os.replace); and it holds the checkout's lock (package_lock), which whatever reads the package
+(copy_package_skeleton, the Gradescope zip) holds shared, so that exports and readers take turns.
+"""
 
 import configparser
 import contextlib
+import filecmp
 import io
 import json
 import os
@@ -9,31 +17,64 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from ..common.errors import GradingError
-from ..common.notebooks import DEFINITION, REPO
+from ..common.notebooks import DEFINITION, REPO, package_lock, write_atomic
 
 REFERENCES = "references"  # where a kit keeps the reference modules its instructor handed out (release --reference)
 
 
 def export_package(root, mine=False):
-    """Run nbdev_export in `root` (a folder with settings.ini) and fail with its message. In a kit with reference
-    modules (REFERENCES), those go into tinytorch/ and their notebooks are not exported, unless `mine`."""
-    notebooks = exported_notebooks(root)
-    refuse_two_sources(root, notebooks)
-    kept = [] if mine else put_references(root, notebooks)
-    skip = "^[_.]" + "".join(f"|^{re.escape(path.name)}$" for path in kept)  # nbdev's own default, and those
-    result = subprocess.run(
-        [sys.executable, "-c", f"from nbdev.doclinks import nbdev_export; nbdev_export(skip_file_re={skip!r})"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        where = first_syntax_error(root, notebooks)
-        raise GradingError(f"nbdev_export failed in {root}: " + (where or (detail[-1] if detail else "no detail")))
+    """Run nbdev_export for `root` (a folder with settings.ini) and fail with its message; see the module docstring.
+    In a kit with reference modules (REFERENCES), those go into tinytorch/ and their notebooks are not exported, unless
+    `mine`."""
+    root = Path(root)
+    with package_lock(root):
+        notebooks = exported_notebooks(root)
+        refuse_two_sources(root, notebooks)
+        with tempfile.TemporaryDirectory(prefix="tinytorch-export-") as copy:
+            copy_sources(root, Path(copy), notebooks)
+            kept = [] if mine else put_references(root, notebooks, Path(copy) / "tinytorch")
+            skip = "^[_.]" + "".join(f"|^{re.escape(path.name)}$" for path in kept)  # nbdev's own default, and those
+            result = subprocess.run(
+                [sys.executable, "-c", f"from nbdev.doclinks import nbdev_export; nbdev_export(skip_file_re={skip!r})"],
+                cwd=copy,
+                capture_output=True,
+                text=True,
+            )
+            if result.returncode:
+                detail = (result.stderr or result.stdout).strip().splitlines()
+                where = first_syntax_error(root, notebooks)
+                raise GradingError(
+                    f"nbdev_export failed in {root}: " + (where or (detail[-1] if detail else "no detail"))
+                )
+            swap_in(Path(copy) / "tinytorch", root / "tinytorch")
+
+
+def copy_sources(root, copy, notebooks):
+    "What nbdev_export reads of `root`, into `copy`: settings.ini, the notebooks it exports, tinytorch/'s .py files."
+    shutil.copyfile(root / "settings.ini", copy / "settings.ini")
+    for path in notebooks:
+        (copy / path.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, copy / path.relative_to(root))
+    for path in python_files(root / "tinytorch"):
+        target = copy / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def python_files(package):
+    return sorted(p for p in Path(package).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def swap_in(exported, package):
+    "Put each .py file nbdev wrote in `exported` that differs into `package`, whole: a reader sees the old or the new."
+    for path in python_files(exported):
+        target = package / path.relative_to(exported)
+        if not (target.is_file() and filecmp.cmp(path, target, shallow=False)):
+            write_atomic(target, path.read_bytes())
 
 
 def exported_notebooks(root):
@@ -71,14 +112,15 @@ def module_file(module):
     return Path(*module.split(".")).with_suffix(".py")
 
 
-def put_references(root, notebooks):
-    "Copy the kit's reference modules into its tinytorch/; return the notebooks they stand for, which are not exported."
+def put_references(root, notebooks, package):
+    """Copy the kit's reference modules into `package` (the tinytorch/ being exported); return the notebooks they stand
+    for, which are not exported."""
     folder = Path(root) / REFERENCES / "tinytorch"
     kept = []
     for path, sources in notebooks.items():
         module = default_module(sources)
         if module and (folder / module_file(module)).is_file():
-            target = Path(root) / "tinytorch" / module_file(module)
+            target = Path(package) / module_file(module)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(folder / module_file(module), target)
             kept.append(path)
@@ -158,6 +200,7 @@ SKELETON = ("__init__.py", "nn.py", "optim.py", "functional.py")
 def copy_package_skeleton(target):
     "What tinytorch/ holds besides exported modules: the SKELETON files and the shipped data."
     (target / "tinytorch").mkdir(parents=True, exist_ok=True)
-    for name in SKELETON:
-        shutil.copyfile(REPO / "tinytorch" / name, target / "tinytorch" / name)
-    shutil.copytree(REPO / "tinytorch" / "data", target / "tinytorch" / "data", dirs_exist_ok=True)
+    with package_lock(REPO, shared=True):  # not while an export of this checkout rewrites its files
+        for name in SKELETON:
+            shutil.copyfile(REPO / "tinytorch" / name, target / "tinytorch" / name)
+        shutil.copytree(REPO / "tinytorch" / "data", target / "tinytorch" / "data", dirs_exist_ok=True)
