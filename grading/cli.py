@@ -81,26 +81,24 @@ def _progress():
 
 def cmd_autograde(args):
     from .grade.autograde import autograde
+    from .grade.settings import Settings
 
     warn_if_unsafe(args)
-    rows = autograde(
-        args.submissions,
-        args.out,
+    settings = Settings(
         notebooks_dir=args.notebooks,
         cell_timeout=args.cell_timeout,
-        workers=args.workers,
         notebook_timeout=args.notebook_timeout,
         memory_mb=args.memory_mb,
-        progress=_progress(),
-        log=console,
+        workers=args.workers,
         unsafe_no_sandbox=args.unsafe_no_sandbox,
+        student_user=args.student_user,
+        cluster=args.cluster,
         secret_file=args.secret_file,
         feedback=args.feedback,
         late=late_policy(args),
-        student_user=args.student_user,
-        cluster=args.cluster,
         held_out_digits=args.held_out_digits,
     )
+    rows = autograde(args.submissions, args.out, settings=settings, progress=_progress(), log=console)
     print_table(rows)
     failed = [r for r in rows if r.problem]
     for r in failed:
@@ -226,6 +224,7 @@ def cmd_demo(args):
     from .common.notebooks import REPO
     from .examples.demo import make_submissions
     from .grade.autograde import autograde
+    from .grade.settings import Settings
 
     out = Path(args.out)
     print("1/4 exporting the notebooks into tinytorch/")
@@ -242,7 +241,8 @@ def cmd_demo(args):
             f"note: {problem()}: the demo grades its own two generated notebooks without the sandbox; grading "
             "students' code needs it (see docs/design.md)"
         )
-    rows = autograde(out / "submissions", out / "grades", progress=_progress(), log=print, unsafe_no_sandbox=True)
+    settings = Settings(unsafe_no_sandbox=True)
+    rows = autograde(out / "submissions", out / "grades", settings=settings, progress=_progress(), log=print)
     print_table(rows)
     print_outputs(out / "grades")
     wrong = demo_mismatches(rows)
@@ -274,6 +274,7 @@ def cmd_class(args):
     from .authoring.release import release
     from .examples.classroom import NEEDS_SANDBOX, compare, make_class
     from .grade.autograde import autograde
+    from .grade.settings import Settings
 
     out = Path(args.out)
     print(f"1/3 releasing the student kit into {out / 'kit'}")
@@ -282,16 +283,13 @@ def cmd_class(args):
     expected = make_class(out / "kit", out / "submissions", grades=out / "grades")
     print(f"3/3 autograding into {out / 'grades'}")
     warn_if_unsafe(args)
-    rows = autograde(
-        out / "submissions",
-        out / "grades",
+    settings = Settings(
         cell_timeout=args.cell_timeout,
-        workers=args.workers,
         notebook_timeout=args.notebook_timeout,
-        progress=_progress(),
-        log=print,
+        workers=args.workers,
         unsafe_no_sandbox=args.unsafe_no_sandbox,
     )
+    rows = autograde(out / "submissions", out / "grades", settings=settings, progress=_progress(), log=print)
     print_table(rows)
     from .sandbox.sandbox import problem
 
@@ -418,6 +416,8 @@ def instructor_commands():
 
 def add_instructor_commands(sub):
     "The commands whose modules stay with the instructor: only their functions import them."
+    from .grade.settings import FEEDBACK_CHOICES, Settings  # light: the defaults and choices autograde takes
+
     p = sub.add_parser("metadata", help="derive nbgrader metadata from the authoring convention (notebooks/README.md)")
     p.add_argument("notebooks", nargs="*", help="notebooks to update (default: all of notebooks/)")
     p.add_argument("--check", action="store_true", help="only report notebooks whose metadata is out of date")
@@ -463,7 +463,7 @@ def add_instructor_commands(sub):
     p.add_argument(
         "--notebook-timeout",
         type=int,
-        default=NOTEBOOK_TIMEOUT,
+        default=Settings.notebook_timeout,
         help=f"seconds one submission may take in all, both runs, stretched on a busy machine (default {NOTEBOOK_TIMEOUT})",
     )
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
@@ -480,7 +480,7 @@ def add_instructor_commands(sub):
     p.add_argument(
         "--memory-mb",
         type=int,
-        default=MEMORY_MB,
+        default=Settings.memory_mb,
         help=f"memory of one sandbox, all its processes and its /tmp together where cgroups exist (default {MEMORY_MB})",
     )
     p.add_argument(
@@ -511,8 +511,8 @@ def add_instructor_commands(sub):
     )
     p.add_argument(
         "--feedback",
-        default="full",
-        choices=["full", "summary", "none"],
+        default=Settings.feedback,
+        choices=FEEDBACK_CHOICES,
         help="what the students' feedback pages show: full (every test's message), summary (the total, the "
         "visible tests, the hidden tests as a count) or none (no pages); the grade table is the same",
     )

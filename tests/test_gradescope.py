@@ -539,8 +539,8 @@ def test_run_grades_with_the_limits_the_zip_was_made_with(tmp_path, monkeypatch)
 
     given = {}
 
-    def autograde(*args, **kwargs):
-        given.update(kwargs)
+    def autograde(*args, settings, **kwargs):
+        given.update(vars(settings))
         raise GradingError("stopped here by the test")
 
     monkeypatch.setattr(grading.grade.autograde, "autograde", autograde)

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,7 @@ from . import heldout
 from .cluster import ClusterRunner, check_address
 from .job import Spec, digest, manual_note, test_cells
 from .runner import Runner, load_result
+from .settings import Settings
 from .submissions import check_folder
 from .submissions import find_submissions as read_folder
 from .timespent import write_time_spent
@@ -461,48 +463,34 @@ def plot_distribution(rows, path):
 
 
 def autograde(
-    submissions,
-    out,
-    notebooks_dir=None,
-    cell_timeout=None,
-    workers=None,
-    progress=None,
-    notebook_timeout=NOTEBOOK_TIMEOUT,
-    memory_mb=MEMORY_MB,
-    log=None,
-    unsafe_no_sandbox=False,
-    secret_file=None,
-    feedback="full",
-    late=None,
-    now=None,
-    student_user=None,
-    cluster=None,
-    held_out_digits=None,
-):
-    """Grade every submission; write OUT/grades.csv, OUT/gradebook.json, OUT/distribution.png and OUT/feedback/.
-    `secret_file`: the course secret the hidden tests' variants come from (default OUT/.grading-secret, made on first
-    use); `feedback`: full, summary or none (grading.reports.feedback); `late`: a grading.reports.late.Policy; `now`: its clock;
-    `student_user`: where bwrap cannot run, the user the students' code runs as (grading.sandbox.sandbox; one job at a time);
-    `cluster`: a Dask scheduler's address (tcp://HOST:8786) or local:N, to grade there (grading.grade.cluster);
-    `held_out_digits`: an .npz file of the instructor's own digits, which the capstone's held-out accuracy is measured
-    on instead of a part of the shipped digits (grading.grade.heldout; checked before anything is graded)."""
+    submissions: Path | str,
+    out: Path | str,
+    *,
+    settings: Settings = Settings(),  # noqa: B008  (frozen: one shared default is safe)
+    progress: Callable | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list["Row"]:
+    """Grade every submission as `settings` says (grading.grade.settings); write OUT/grades.csv, OUT/gradebook.json,
+    OUT/distribution.png and OUT/feedback/; return the table's rows. `progress` wraps the jobs' iterable (a tqdm);
+    `log` takes the run's lines (a warning starts with "warning: ")."""
+    s, workers = settings, settings.workers
     log = log or (lambda message: None)
-    if feedback not in POLICIES:
-        raise GradingError(f"--feedback {feedback!r}: expected one of {', '.join(POLICIES)}.")
+    if s.feedback not in POLICIES:
+        raise GradingError(f"--feedback {s.feedback!r}: expected one of {', '.join(POLICIES)}.")
     # What the user typed is checked first (a typo is answered at once); the sandbox's check takes seconds.
-    notebooks = course_notebooks(Path(notebooks_dir or REPO / "notebooks"))
+    notebooks = course_notebooks(Path(s.notebooks_dir or REPO / "notebooks"))
     check_folder(Path(submissions), notebooks)
     instructor = {stem: read_notebook(p) for stem, p in notebooks.items()}
     # A notebook without tests or answers (02b_diagnosis, 15_viz: given code only) is a chapter to read, not an assignment.
     given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}
     out = Path(out).resolve()
-    given_late, late = late, late if late is not None else remembered_policy(out, log)
+    late = s.late if s.late is not None else remembered_policy(out, log)
     if late is not None:
         check_names(late, set(instructor) - given)
-    held_out = heldout.read(held_out_digits) if held_out_digits else None  # a bad file: GradingError, nothing done
-    isolation = isolation_for(unsafe_no_sandbox, student_user, cluster)
+    held_out = heldout.read(s.held_out_digits) if s.held_out_digits else None  # a bad file: GradingError, nothing done
+    isolation = isolation_for(s.unsafe_no_sandbox, s.student_user, s.cluster)
     if isolation == "user":
-        log(f"bubblewrap cannot run here ({sandbox.problem()}): students' code runs as user {student_user}")
+        log(f"bubblewrap cannot run here ({sandbox.problem()}): students' code runs as user {s.student_user}")
         workers = 1  # kill(-1) as that user ends every sandbox's leftovers: one sandbox at a time
     check_sources(notebooks)
     known = {stem: identifying_ids(nb) for stem, nb in instructor.items()}
@@ -510,9 +498,9 @@ def autograde(
     found = [item for item in found if item[1] not in given]
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out, log):
-        if given_late is not None:
-            remember_policy(out, given_late)
-        policies = Policies(variant_secret(out, secret_file, log), feedback, late or Policy(), now, held_out)
+        if s.late is not None:
+            remember_policy(out, s.late)
+        policies = Policies(variant_secret(out, s.secret_file, log), s.feedback, late or Policy(), s.now, held_out)
         run = Run(
             out,
             state_folder(out),
@@ -520,11 +508,11 @@ def autograde(
             instructor,
             isolation == "bwrap",
             policies,
-            cell_timeout=cell_timeout or CELL_TIMEOUT,
-            notebook_timeout=notebook_timeout,
-            memory_mb=memory_mb,
-            student_user=student_user if isolation == "user" else "",
-            cluster=cluster or "",
+            cell_timeout=s.cell_timeout or CELL_TIMEOUT,
+            notebook_timeout=s.notebook_timeout,
+            memory_mb=s.memory_mb,
+            student_user=s.student_user if isolation == "user" else "",
+            cluster=s.cluster or "",
         )
         return _autograde(run, found, problems, workers, progress, log)
 

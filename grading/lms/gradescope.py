@@ -273,6 +273,7 @@ def grade(root):
     "The results.json of ROOT/submission, graded by autograde in a folder readable by root only."
     from ..grade.autograde import autograde
     from ..grade.heldout import FILE_NAME
+    from ..grade.settings import Settings
 
     source = root / "source"
     config = json.loads((source / CONFIG).read_text())
@@ -294,11 +295,8 @@ def grade(root):
     policy = late_policy(config, metadata, assignment, copy)
     user = os.environ.get("TINYTORCH_STUDENT_USER", STUDENT_USER)
     try:
-        rows = autograde(
-            submissions,
-            work / "out",
+        settings = Settings(
             workers=1,
-            log=print,
             secret_file=source / SECRET,
             feedback="none",
             late=policy,
@@ -307,6 +305,7 @@ def grade(root):
             memory_mb=config.get("memory_mb", MEMORY_MB),
             held_out_digits=source / FILE_NAME if (source / FILE_NAME).exists() else None,
         )
+        rows = autograde(submissions, work / "out", settings=settings, log=print)
     except GradingError as error:
         raise GradingError(f"nothing was graded: {error}") from None
     row = next(r for r in rows if r.student == person.student)
