@@ -336,6 +336,13 @@ def cmd_export_grades(args):
             file=sys.stderr,
         )
         return 1
+    if report.grader_faults:
+        print(
+            f"error: the grader could not grade {', '.join(report.grader_faults)} (see the warnings above): they have no "
+            "grade in the file; run autograde again into the same folder, then export again",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

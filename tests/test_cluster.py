@@ -440,7 +440,7 @@ def test_a_task_is_data_and_every_path_of_the_workers_spec_is_in_its_own_folder(
     from dataclasses import asdict, fields
 
     from grading.grade.cluster import make_task, worker_spec
-    from grading.grade.job import Spec
+    from grading.grade.spec import Spec
 
     state = tmp_path / "grader" / ".grading"
     for name in ["submitted.ipynb", "instructor.ipynb"]:

@@ -18,7 +18,7 @@ from grading.common.errors import GradingError
 from grading.common.notebooks import read_notebook, write_notebook
 from grading.grade import heldout
 from grading.grade.cluster import worker_spec
-from grading.grade.job import Spec
+from grading.grade.spec import Spec
 from tinytorch.core.training import load_digits
 
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="the student-user fallback needs a grader running as root")

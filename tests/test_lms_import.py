@@ -329,3 +329,30 @@ def test_an_export_says_when_its_final_scores_are_newer_than_grades_csv():
     assert warning.startswith("1 final score(s) here include marks made after autograde wrote grades.csv")
     assert f"ada/{A}" in warning and "bob" not in warning
     assert changed_since_grading(book, {("ada", A): 23.0, ("bob", A): 0.0}, [A]) == ""
+
+
+@pytest.mark.parametrize("missing", ["keep", "zero", "blank"])
+def test_a_submission_the_grader_failed_on_gets_no_grade_in_any_export_and_the_export_fails(course, missing, capsys):
+    """A fault of the grader's (autograde's "graded": false) is not the student's 0: whatever --missing says, no LMS
+    file gives that student a grade or erases one, and the export exits 1 naming them."""
+    book = json.loads((course / "grades" / "gradebook.json").read_text())
+    book["bob"][A] = {
+        "score": 0.0,
+        "max_score": 24.0,
+        "note": "not graded: the grading job was killed",
+        "graded": False,
+    }
+    (course / "grades" / "gradebook.json").write_text(json.dumps(book))
+    people = roster(
+        course / "roster.csv",
+        ["ada", "Ada", "ada@x.org", "1", "", "ada", ""],
+        ["bob", "Bob", "bob@x.org", "2", "", "bob", ""],
+    )
+    code, out = export(course, "canvas", people, "--missing", missing)
+    err = capsys.readouterr().err
+    assert code == 1 and "the grader could not grade bob/04_elementwise" in err, err
+    rows = list(csv.reader(out.read_text(encoding="utf-8-sig").splitlines()))
+    assert not [row for row in rows if row[0] == "Bob"], "bob's row would change his grade in Canvas"
+    code, out = export(course, "gradescope", people, out=course / "gs")
+    assert code == 1 and not (course / "gs" / A / "bob").exists(), "no results.json: a 0 would be the student's"
+    assert (course / "gs" / A / "ada" / "results.json").exists()

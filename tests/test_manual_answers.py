@@ -16,8 +16,8 @@ from grading.cli import written_answers
 from grading.common.errors import GradingError
 from grading.common.notebooks import read_notebook, write_notebook
 from grading.grade.autograde import Row, write_table
-from grading.grade.job import manual_note, manual_points
-from grading.grade.job import test_cells as autograded_tests
+from grading.grade.spec import manual_note, manual_points
+from grading.grade.spec import test_cells as autograded_tests
 from grading.lms.lms import export_grades
 from grading.reports.marking import as_plain_text, marking_notebook
 

@@ -4,8 +4,9 @@ export; and a student's folder name never reaches grades.csv as a formula."""
 import csv
 
 from grading.grade.autograde import Row, failed_result, write_table
-from grading.grade.job import Spec
+from grading.grade.spec import Spec
 from grading.lms import lms
+from grading.lms.entries import Grades
 from grading.lms.lms_input import Person
 
 
@@ -50,7 +51,8 @@ def test_a_grader_fault_is_marked_not_graded_and_no_export_turns_it_into_a_0():
     book = {"bob": {"01_tensor": {"score": 0.0, "max_score": 2.0, "note": entry["note"], "graded": False, "tests": {}}}}
     person = Person("bob", "Bob", "bob@example.org")
     assert not lms.graded(book["bob"]["01_tensor"])
-    assert lms.grade_cell(book, person, "01_tensor", "blank") == ""
+    assert Grades(book, missing="keep").cell(person, "01_tensor") is None, "no cell: the LMS keeps what it holds"
+    assert Grades(book, missing="zero").cell(person, "01_tensor") == "0", "a 0 only when the instructor asks"
     assert (
         "not graded" in lms.gradescope_results(person, "01_tensor", book["bob"]["01_tensor"], None, "visible")["output"]
     )

@@ -59,9 +59,9 @@ from ..sandbox import sandbox
 from ..student.export import copy_package_skeleton, export_package
 from . import heldout
 from .cluster import ClusterRunner, check_address
-from .job import Spec, digest, manual_note, test_cells
 from .runner import Runner, load_result
 from .settings import Settings
+from .spec import Spec, digest, manual_note, test_cells
 from .submissions import check_folder
 from .submissions import find_submissions as read_folder
 from .timespent import write_time_spent

@@ -39,8 +39,8 @@ from ..common.notebooks import REPO, write_atomic
 from ..sandbox.sandbox import problem
 from .forkserver import ForkServer
 from .heldout import FILE_NAME
-from .job import Spec
 from .runner import Interrupted, Runner, job_env, not_graded
+from .spec import Spec
 
 INSTALL = 'pip install "dask[distributed]"'
 CONNECT_TIMEOUT = 20  # seconds to reach the scheduler before the run stops with an error

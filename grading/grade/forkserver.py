@@ -144,7 +144,7 @@ def run_child(request, server, server_fds):
     "In the forked child: become a job as `python -c JOB SPEC` would be, run it, and exit with its status."
     code = 1
     try:
-        from .job import die_with_parent
+        from .limits import die_with_parent
 
         die_with_parent()
         if os.getppid() != server:  # the server died before that: nobody would kill this job
@@ -158,7 +158,7 @@ def run_child(request, server, server_fds):
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         for fd in [log, *server_fds[1:]]:
             os.close(fd)
-        from .job import limit_memory
+        from .limits import limit_memory
 
         limit_memory()
         from .job import main

@@ -14,71 +14,26 @@ outlives its time limit. What it does, in a fresh folder of its own (mode 0700; 
    renamed).
 """
 
-import hashlib
 import importlib.util
 import json
 import os
-import resource
 import secrets
 import shutil
-import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from ..common.answers import restored_notebook
-from ..common.defaults import GRADER_MEMORY_MB, MEMORY_MB, NOTEBOOK_TIMEOUT
 from ..common.errors import GraderFault, GradingError
-from ..common.notebooks import is_manual_answer, nbgrader_meta, read_notebook, write_atomic, write_notebook
+from ..common.notebooks import nbgrader_meta, read_notebook, write_atomic, write_notebook
 from .clock import Budget, Stopwatch, process_age
+from .limits import die_with_parent
+from .spec import FAULT, Spec, manual_note, manual_points, test_cells
 from .submissions import broken_cells_note, missing_exercises_note
 from .timespent import reported_hours
 from .verdict import exported_sources
-
-
-@dataclass
-class Spec:
-    student: str
-    assignment: str
-    submitted: str  # the student's notebook
-    instructor: str  # the instructor's notebook (solutions and hidden tests)
-    released: str  # the student version (stubs), for exercise cells a student deleted
-    master: str  # the nbgrader course with the gradebook made by generate_assignment
-    reference: str  # folder holding the reference tinytorch/ and settings.ini
-    module_file: str  # e.g. tinytorch/core/elementwise.py
-    module: str  # e.g. tinytorch.core.elementwise
-    earlier_modules: list  # reference modules of the notebooks before this one
-    scratch: str  # where the job makes its folder
-    result: str  # where the result JSON goes
-    feedback: str  # where the feedback HTML goes
-    cell_timeout: int = 120
-    notebook_timeout: int = NOTEBOOK_TIMEOUT
-    sandboxed: bool = True  # False where bwrap cannot run: then as student_user, or (--unsafe-no-sandbox) as the grader
-    student_user: str = (
-        ""  # the unprivileged user the student's code runs as where bwrap cannot run (grading.sandbox.sandbox)
-    )
-    memory_mb: int = MEMORY_MB
-    fingerprint: dict = field(default_factory=dict)
-    variant: str = ""  # this submission's variant of the hidden tests (grading.grade.variant); never the secret
-    held_out_digits: str = ""  # the instructor's held-out digits for its hidden tests (grading.grade.heldout), or ""
-    feedback_policy: str = "full"  # how much the student's page shows: full, summary or none (grading.reports.feedback)
-    page: str = ""  # where the notebook the page shows is kept, to write the page again under another policy
-    page_cache: str = ""  # a folder where the pages' given cells are kept rendered (grading.reports.page.PageCache)
-
-    @classmethod
-    def load(cls, path):
-        return cls(**json.loads(Path(path).read_text()))
-
-    def save(self, path):
-        write_atomic(path, json.dumps(asdict(self), indent=1))
-
-
-def digest(text):
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
 
 # -- 1. The student's package ----------------------------------------------------------------------------------------
 
@@ -115,24 +70,7 @@ def build_package(spec, nb, target):
         raise GradingError(f"the notebook exported no {spec.module_file}: is its '#| default_exp' cell intact?")
 
 
-FAULT = 3  # the job's exit status when the grader (not the student's code) failed: the row is not graded
-
-
 # -- 2 to 4. Putting it together ------------------------------------------------------------------------------------------
-
-
-def test_cells(instructor):
-    "{test id: (points, fingerprint of its source)} for every graded test cell (written answers are marked by hand)."
-    return {
-        nbgrader_meta(c)["grade_id"]: (float(nbgrader_meta(c).get("points", 0)), digest(c.source))
-        for c in instructor.cells
-        if nbgrader_meta(c).get("grade") and not is_manual_answer(c)
-    }
-
-
-def manual_points(instructor):
-    "The points of the written answers, which the instructor marks by hand (in formgrader): not in the score."
-    return sum(float(nbgrader_meta(c).get("points", 0)) for c in instructor.cells if is_manual_answer(c))
 
 
 def open_to_student_user(workdir):
@@ -296,36 +234,6 @@ def write_feedback(notebook, spec, result, released):
         manual_note(result.get("manual_points", 0)),
         cache,
     )
-
-
-def manual_note(points):
-    "The feedback's line about the written answers, which this score leaves out."
-    if not points:
-        return ""
-    unit, verb = ("point", "is") if points == 1 else ("points", "are")
-    return (
-        f'<p id="tinytorch-manual">{points:g} {unit} of this notebook {verb} marked by hand (your written answers): '
-        "they are not in the score above, and your instructor adds them after reading your answers.</p>"
-    )
-
-
-def limit_memory():
-    """The job's own memory (the grader's process: the instructor's cells run there, on data from the student's code)
-    is capped, so that whatever a student's request makes it compute fails that call, not the machine."""
-    limit = GRADER_MEMORY_MB * 2**20
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard == resource.RLIM_INFINITY or hard > limit:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-def die_with_parent():
-    "If the grader that started this job is killed, the job is killed too (Linux: PR_SET_PDEATHSIG)."
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
 
 
 def main(argv=None):

@@ -19,7 +19,8 @@ from ..common.environment import ONE_BLAS_THREAD
 from ..common.notebooks import REPO
 from .clock import Budget
 from .forkserver import ForkServer, ForkServerGone, kill_group
-from .job import FAULT, limit_memory
+from .limits import limit_memory
+from .spec import FAULT
 
 # A job is `python -m grading.grade.job SPEC` (grading/__init__.py leaves out a module that takes a second to import).
 JOB = "import sys; from grading.grade.job import main; sys.exit(main())"

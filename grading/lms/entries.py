@@ -30,6 +30,11 @@ def graded(entry: dict) -> bool:
     return "tests" in entry or not entry.get("note") or bool(entry.get("max_score"))
 
 
+def grader_fault(entry: dict | None) -> bool:
+    "Whether autograde could not grade the submission for a reason of its own (it retries it at its next run)."
+    return entry is not None and entry.get("graded") is False
+
+
 def fmt(value: float) -> str:
     "A score as LMS imports read it: 24 not 24.0, 21.5 as is."
     value = round(float(value), 4)
@@ -87,7 +92,10 @@ class Grades:
         return final * self.scale_to / most if most else 0.0
 
     def cell(self, person: Person, assignment: str) -> str | None:
-        "The grade cell: the value, or what --missing says (None: no cell at all)."
+        """The grade cell: the value, or what --missing says (None: no cell at all). A submission the grader failed
+        on for a reason of its own gets no cell whatever --missing says: it is not the student's 0."""
+        if grader_fault(self.entry(person, assignment)):
+            return None
         value = self.value(person, assignment)
         return MISSING_CELL[self.missing] if value is None else fmt(value)
 

@@ -35,7 +35,7 @@ from ..common.errors import GradingError
 from ..common.layout import state_folder
 from ..common.notebooks import course_notebooks, read_notebook, write_atomic
 from ..grade.autograde import feedback_path, kept_notebook, page_path, result_path
-from ..grade.job import manual_note
+from ..grade.spec import manual_note
 from ..reports.feedback import page_html
 from ..reports.page import PageCache, render, shared_cells
 from .entries import final_of, fmt, graded, manual_points, not_marked

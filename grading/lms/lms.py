@@ -37,7 +37,7 @@ from ..common.errors import GradingError, did_you_mean
 from ..common.layout import unfinished_marker
 from ..common.notebooks import write_atomic
 from . import canvas, moodle
-from .entries import MISSING, MISSING_WORDS, Grades, fmt, graded
+from .entries import MISSING, MISSING_WORDS, Grades, fmt, graded, grader_fault
 from .folders import IDENTITY
 from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
 from .marked import add_marks, changed_since_grading, mark_entry, unmarked_warning
@@ -58,6 +58,7 @@ class Export:
     written: list = field(default_factory=list)  # paths
     not_in_roster: list = field(default_factory=list)  # graded, but the roster does not know them
     not_graded: list = field(default_factory=list)  # in the roster, no graded submission
+    grader_faults: list = field(default_factory=list)  # "student/assignment" autograde could not grade: no cell, exit 1
     left_out: list = field(default_factory=list)  # students not in the import file (canvas, moodle): see the side file
     notes: int = 0  # notes on grades written to the side file (canvas)
     warnings: list = field(default_factory=list)
@@ -329,6 +330,8 @@ def write_gradescope(book, people, assignments, out, hidden, visibility):
     for assignment in assignments:
         for p in people:
             entry = book.get(p.student, {}).get(assignment)
+            if grader_fault(entry):  # not the student's 0: no results.json until autograde grades it
+                continue
             results = gradescope_results(p, assignment, entry, hidden.get(assignment), visibility)
             path = out / assignment / p.student / "results.json"
             write_atomic(path, json.dumps(results, indent=1) + "\n")
@@ -406,7 +409,14 @@ def disagreements(book, report, assignments, fmt_name, out, missing):
         lines.append(f"in the roster but no graded submission (exported as {blank}): {', '.join(report.not_graded)}")
     for student, entries in sorted(book.items()):
         for assignment, entry in sorted(entries.items()):
-            if assignment in assignments and not graded(entry) and student not in report.left_out:
+            if assignment not in assignments or student in report.left_out:
+                continue
+            if grader_fault(entry):
+                report.grader_faults.append(f"{student}/{assignment}")
+                lines.append(
+                    f"{student}/{assignment}: not graded, a fault of the grader's, so no grade: {entry['note']}"
+                )
+            elif not graded(entry):
                 lines.append(f"{student}/{assignment}: not graded, exported as {blank}: {entry['note']}")
     if report.notes:
         lines.append(f"Canvas's grade import has no comment column: the notes on {report.notes} grades are in {side}")
