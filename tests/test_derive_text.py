@@ -334,6 +334,64 @@ def test_02s_question_on_no_grad_describes_the_update_notebook_10_makes():
     assert "p.data -=" in question and "An optimizer updates each parameter with a Tensor" not in question, question
 
 
+def conv_checker(rule):
+    "12's given check_conv_gradient, run against `rule` as the student's Conv2dBackward."
+    namespace = {**vars(conv), "Conv2dBackward": rule}
+    exec(text_of("c12-conv-check", "12_conv"), namespace)
+    return namespace["check_conv_gradient"]
+
+
+class BiasAveraged(conv.Conv2dBackward):
+    def apply(self, grad_output):
+        grads = super().apply(grad_output)
+        n, _, height, width = grad_output.shape
+        return grads[:2] + (grads[2] / (n * height * width),)
+
+
+class KernelNotReshaped(conv.Conv2dBackward):
+    def apply(self, grad_output):
+        grads = super().apply(grad_output)
+        return (grads[0], grads[1].reshape(grads[1].shape[0], -1)) + tuple(grads[2:])
+
+
+class FirstSampleOnly(conv.Conv2dBackward):
+    def apply(self, grad_output):
+        g = grad_output.data.copy()
+        g[1:] = 0
+        grad_x, grad_w, grad_b = super().apply(Tensor(g))
+        return super().apply(grad_output)[0], grad_w, grad_b
+
+
+# What 12's checker said before issue 43: the kernel's and the bias's rule, in words
+CONV_RULES = [
+    "window it read",
+    "g_rows and rows",
+    "a sum over every axis",
+    "it is their sum",
+    "not a mean",
+    "is a mean",
+]
+
+
+@pytest.mark.parametrize(
+    "rule, piece, says",
+    [
+        (BiasAveraged, "b", "every entry of it is 1/18 of the expected one, and 18 is the number of samples times"),
+        (KernelNotReshaped, "w", "it holds as many numbers as w (24), in another shape"),
+        (FirstSampleOnly, "w", "the kernels' gradient has w's shape and other numbers"),
+        (FirstSampleOnly, "b", "the bias's gradient has b's shape and other numbers"),
+    ],
+)
+def test_12s_checker_names_what_is_wrong_with_the_numbers_not_the_rule(rule, piece, says):
+    rng = np.random.default_rng(3)
+    x, w, b = rng.normal(size=(2, 2, 4, 4)), rng.normal(size=(3, 2, 2, 2)), rng.normal(size=3)  # 2 samples of 3×3
+    with pytest.raises(AssertionError) as failed:
+        conv_checker(rule)(piece, x, w, b, 1, 0)
+    message = str(failed.value)
+    assert says in message and not [s for s in CONV_RULES if s in message], message
+    assert conv_checker(conv.Conv2dBackward)(piece, x, w, b, 1, 0)
+
+
 def released_markdown(notebook):
     "The markdown a student gets (answer cells, which are solutions, left out)."
     cells = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells
