@@ -5,6 +5,7 @@ instead of the formula. Those numbers are checked here against the reference rul
 against the numbers it says they give, and no released cell may state what an exercise asks for."""
 
 import ast
+import inspect
 import re
 
 import numpy as np
@@ -158,8 +159,33 @@ def test_the_summaries_check_against_the_numbers_the_exercises_give():
 # What each notebook asks the student to derive, as its solution writes it and as a text might state it. Notebook
 # 07's given GELU (after the exercises) needs tanh's derivative and is left out of the check.
 STATED = {
+    # 01's "looking ahead" poses the question that 01's question 1 and 04's unbroadcast answer
+    "01_tensor": [
+        "\\sum_i g_{ij}",
+        "summed over axis 0",
+        "`[2, 2, 2]`",
+        "summing over the leading axes",
+        "broadcasting becomes a sum",
+        "(Exercise 1) is a sum",
+    ],
     "04_elementwise": ["g \\cdot b", "a / b^2", "a/b^2", "\\frac{a}{b^2}", "p\\,a^{p-1}", "p a^{p-1}", "g / a", "g/a"],
-    "07_activations": ["1 - t^2", "1 - t * t", "g - s \\sum", "g_j - s_j", "I - \\mathbf{1} s^\\top", "1 - t²"],
+    "07_activations": [
+        "1 - t^2",
+        "1 - t * t",
+        "g - s \\sum",
+        "g_j - s_j",
+        "I - \\mathbf{1} s^\\top",
+        "1 - t²",
+        # sigmoid's derivative in s, and softmax's vector-Jacobian product once the delta has collapsed the sum
+        "\\bigl(1 - \\sigma(x)\\bigr)",
+        "s_i (1 - s_i)",
+        "s(1 - s)",
+        "\\tfrac12 \\cdot \\tfrac12",
+        "x(1 - x)",
+        "g_j s_j - s_j",
+        "\\Bigl(g_j - \\sum",
+        "\\tfrac14(1 - \\tfrac14)",
+    ],
     "08_losses": [
         "2\\,(p_i - t_i)",
         "2(p - t)",
@@ -173,6 +199,13 @@ STATED = {
         "-1/(pN)",
     ],
     "05_matmul_and_reductions": [
+        # the matrix product's two gradients, as matrix products
+        "g\\, b^\\top",
+        "g b^\\top",
+        "a^\\top g",
+        "b^\\top g",
+        "(g^\\top a)^\\top",
+        "g2 @ b2",
         "divides by the number of elements averaged",
         "grad_output / count",
         "/ count",
@@ -289,3 +322,98 @@ def test_no_hidden_test_message_states_a_formula(notebook):
         if FORMULA.search(text) or any(s in text for s in STATED.get(notebook, []))
     ]
     assert not found, f"{notebook}: these hidden-test messages state a formula: {found}"
+
+
+def test_02s_question_on_no_grad_describes_the_update_notebook_10_makes():
+    "Issue 43: question 2 said optimizers update with a Tensor computation inside no_grad(); notebook 10's do not."
+    from tinytorch.core import optimizers
+
+    question = text_of("c02-017", "02_function")
+    source = inspect.getsource(optimizers)
+    assert "p.data -=" in source and "no_grad" not in source  # what notebook 10's optimizers do
+    assert "p.data -=" in question and "An optimizer updates each parameter with a Tensor" not in question, question
+
+
+def conv_checker(rule):
+    "12's given check_conv_gradient, run against `rule` as the student's Conv2dBackward."
+    namespace = {**vars(conv), "Conv2dBackward": rule}
+    exec(text_of("c12-conv-check", "12_conv"), namespace)
+    return namespace["check_conv_gradient"]
+
+
+class BiasAveraged(conv.Conv2dBackward):
+    def apply(self, grad_output):
+        grads = super().apply(grad_output)
+        n, _, height, width = grad_output.shape
+        return grads[:2] + (grads[2] / (n * height * width),)
+
+
+class KernelNotReshaped(conv.Conv2dBackward):
+    def apply(self, grad_output):
+        grads = super().apply(grad_output)
+        return (grads[0], grads[1].reshape(grads[1].shape[0], -1)) + tuple(grads[2:])
+
+
+class FirstSampleOnly(conv.Conv2dBackward):
+    def apply(self, grad_output):
+        g = grad_output.data.copy()
+        g[1:] = 0
+        grad_x, grad_w, grad_b = super().apply(Tensor(g))
+        return super().apply(grad_output)[0], grad_w, grad_b
+
+
+# What 12's checker said before issue 43: the kernel's and the bias's rule, in words
+CONV_RULES = [
+    "window it read",
+    "g_rows and rows",
+    "a sum over every axis",
+    "it is their sum",
+    "not a mean",
+    "is a mean",
+]
+
+
+@pytest.mark.parametrize(
+    "rule, piece, says",
+    [
+        (BiasAveraged, "b", "every entry of it is 1/18 of the expected one, and 18 is the number of samples times"),
+        (KernelNotReshaped, "w", "it holds as many numbers as w (24), in another shape"),
+        (FirstSampleOnly, "w", "the kernels' gradient has w's shape and other numbers"),
+        (FirstSampleOnly, "b", "the bias's gradient has b's shape and other numbers"),
+    ],
+)
+def test_12s_checker_names_what_is_wrong_with_the_numbers_not_the_rule(rule, piece, says):
+    rng = np.random.default_rng(3)
+    x, w, b = rng.normal(size=(2, 2, 4, 4)), rng.normal(size=(3, 2, 2, 2)), rng.normal(size=3)  # 2 samples of 3×3
+    with pytest.raises(AssertionError) as failed:
+        conv_checker(rule)(piece, x, w, b, 1, 0)
+    message = str(failed.value)
+    assert says in message and not [s for s in CONV_RULES if s in message], message
+    assert conv_checker(conv.Conv2dBackward)(piece, x, w, b, 1, 0)
+
+
+def released_markdown(notebook):
+    "The markdown a student gets (answer cells, which are solutions, left out)."
+    cells = read_notebook(REPO / "notebooks" / f"{notebook}.ipynb").cells
+    return "\n".join(c.source for c in cells if c.cell_type == "markdown" and not c.metadata["nbgrader"]["solution"])
+
+
+def test_14_has_no_changelog_and_no_range_measured_on_one_machine():
+    "Issue 43: 'Binary cross-entropy had this bug … now', and ranges a quiet machine undercut (2.7 gradients, 4.8 s)."
+    text = released_markdown("14_higher_order")
+    assert not re.search(r"had this bug|\bnow clips\b|\bby the author and by readers\b", text)
+    ranges = re.findall(r"\d[\d.,]*\s*(?:–|to)\s*\d[\d.,]*\s*(?:ms|s|gradients)\b", text)
+    assert not ranges, ranges
+
+
+def test_14s_hint_points_at_the_tools_without_dictating_the_code():
+    hint = text_of("c14-006", "14_higher_order").split("**Hint.**")[1].split("**Common mistakes.**")[0]
+    assert "Two calls" not in hint and "Wrap each vector" not in hint and "?" in hint, hint
+
+
+def test_16s_time_says_what_takes_the_time_and_counts_the_lines_it_names():
+    intro = text_of("c16-000", "16_capstone")
+    assert not re.search(r"\b(?:one|two|three|\d+)\s*(?:to|–)\s*(?:two|three|four|\d+)\s*hours\b", intro), intro
+    (claimed,) = re.findall(r"`build_and_train` is (\d+) lines", intro)
+    solution = text_of("c16-exercise", "16_capstone").split("### BEGIN SOLUTION\n")[1].split("### END SOLUTION")[0]
+    assert int(claimed) == len([line for line in solution.splitlines() if line.strip()])
