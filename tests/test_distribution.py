@@ -21,7 +21,9 @@ def test_a_missing_or_ungraded_submission_is_left_out_not_counted_as_zero():
 
 def test_the_percentage_is_of_the_final_score_with_marks_and_late_penalty():
     marks = marking.Marks(score=2.0, points=6.0)
-    late = Row("ada", "04_elementwise", "04.ipynb", score=20, max_score=24, manual_points=6, marks=marks, penalty=11)
+    late = Row(
+        "ada", "04_elementwise", "04.ipynb", score=20, max_score=24, manual_points=6, marks=marks, penalty_fraction=0.5
+    )
     unmarked_course = Row("bo", "04_elementwise", "04.ipynb", score=12, max_score=24, manual_points=6)
     assert student_percentages([late, unmarked_course]) == {"ada": 100 * (22 - 11) / 30, "bo": 50.0}
 
