@@ -73,6 +73,17 @@ def cli(*args, cwd=None):
     return subprocess.CompletedProcess(["grading", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
+@pytest.fixture
+def student_user_turn():
+    """For a test that grades with the student-user fallback (no bubblewrap: the students' code runs as `nobody`, as in
+    Gradescope's container): such a run ends every process of that user (kill(-1) as the user), so two at once on
+    two pytest-xdist workers kill each other's; they take turns."""
+    SHARED.mkdir(parents=True, exist_ok=True)
+    with open(SHARED / "student-user.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def pytest_xdist_auto_num_workers(config):
     "`-n auto`: a worker per core, at most 4; each grading run a test starts grades on every core already."
     return max(1, min(4, len(os.sched_getaffinity(0))))

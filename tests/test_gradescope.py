@@ -23,6 +23,8 @@ from grading.common.errors import GradingError
 from grading.common.notebooks import nbgrader_meta, read_notebook, write_notebook
 from grading.lms import gradescope, gradescope_metadata
 
+# Its runs grade as Gradescope does where bubblewrap cannot run, the students' code as `nobody`: one at a time.
+pytestmark = pytest.mark.usefixtures("student_user_turn")
 ASSIGNMENT = "01_tensor"  # the shortest notebook to grade
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="the student-user fallback needs a grader running as root")
 

@@ -259,7 +259,7 @@ def test_the_capstone_is_measured_on_the_instructors_digits_so_pasting_the_shipp
 
 @pytest.mark.slow
 @AS_ROOT
-def test_gradescope_measures_the_capstone_on_the_digits_in_its_zip(kit, tmp_path):
+def test_gradescope_measures_the_capstone_on_the_digits_in_its_zip(kit, tmp_path, student_user_turn):
     """The zip made with --held-out-digits, run as Gradescope runs it (the students' code as `nobody`): the reference
     solution passes on the instructor's digits, the notebook that memorised the shipped ones does not (without the
     file it gets every point: checked by building the zip without it)."""
