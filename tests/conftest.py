@@ -73,6 +73,19 @@ def cli(*args, cwd=None):
     return subprocess.CompletedProcess(["grading", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
+SMALL_COURSE = ("02_function", "03_gradcheck")
+
+
+@pytest.fixture
+def course(tmp_path):
+    "An instructor's notebooks folder with two of the course's notebooks (fewer to read: the tests stay fast)."
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for stem in SMALL_COURSE:
+        shutil.copy(REPO / "notebooks" / f"{stem}.ipynb", folder)
+    return folder
+
+
 @pytest.fixture
 def student_user_turn():
     """For a test that grades with the student-user fallback (no bubblewrap: the students' code runs as `nobody`, as in

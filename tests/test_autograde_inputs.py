@@ -3,25 +3,11 @@ folder given as the class is refused, and students graded earlier into the gradi
 
 import csv
 import json
-import shutil
 
 import pytest
 
 from grading.cli import main
-from grading.common.notebooks import REPO
 from grading.grade import autograde
-
-COURSE = ("02_function", "03_gradcheck")
-
-
-@pytest.fixture
-def course(tmp_path):
-    "An instructor's notebooks folder with two of the course's notebooks (fewer to read: the tests stay fast)."
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
-    for stem in COURSE:
-        shutil.copy(REPO / "notebooks" / f"{stem}.ipynb", folder)
-    return folder
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ autograde reads, with the roster, the submission times and a report of every fil
 import csv
 import functools
 import os
-import shutil
 import stat
 import zipfile
 from datetime import UTC, datetime, timedelta, timezone
@@ -19,18 +18,6 @@ from grading.lms import downloads
 from grading.lms.collect import collect
 from grading.lms.lms_input import read_roster
 from tests.conftest import run_cli
-
-COURSE = ("02_function", "03_gradcheck")
-
-
-@pytest.fixture
-def course(tmp_path):
-    "An instructor's notebooks folder with two of the course's notebooks (fewer to read: the tests stay fast)."
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
-    for stem in COURSE:
-        shutil.copy(REPO / "notebooks" / f"{stem}.ipynb", folder)
-    return folder
 
 
 @functools.cache
