@@ -441,6 +441,13 @@ MUTANTS = [
     ("17_norm", "batch_norm_backward", "mean and variance treated as constants", BN_GRAD_X, "grad_x = g * inv_std"),
     (
         "17_norm",
+        "batch_norm_backward",
+        "the path through the variance missing",
+        " - x_hat * (g * x_hat).mean(axis=0, keepdims=True)",
+        "",
+    ),
+    (
+        "17_norm",
         "running_statistics",
         "biased variance in the running average",
         "batch.var(axis=0) * n / (n - 1)",
@@ -913,7 +920,7 @@ STUDENT_BUGS = [
     (
         "17_norm",
         "batch_norm_backward",
-        "eps left out of the backward (a constant feature gives nan)",
+        "eps left out of the backward (off by about eps relative; nan on a constant feature)",
         "inv_std = 1 / np.sqrt(x.data.var(axis=0, keepdims=True) + self.eps)",
         "inv_std = 1 / np.sqrt(x.data.var(axis=0, keepdims=True))",
     ),
