@@ -260,6 +260,17 @@ STATED = {
         "== self.argmax",
         "np.add.at(grad_x",
     ],
+    # 17: the text leads through the three paths to the gradient of x; the combination and dropout's scale are the student's
+    "17_norm": [
+        "g.mean(",
+        "(g * x_hat)",
+        "mean(d_j",
+        "\\frac{1}{N}\\Big(",
+        "mask / (1 - p)",
+        "1/(1-p)",
+        "1/(1 - p)",
+        "\\frac{1}{1 - p}",
+    ],
 }
 
 

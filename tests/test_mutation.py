@@ -52,6 +52,10 @@ MAXPOOL_DIRECT = """(x,) = self.saved_tensors
         np.add.at(grad_x, at, grad_output.data)
         return (Tensor(grad_x),)"""
 
+# 17's gradient of x, whole: the batch-norm mutant "constants" replaces it; layer norm's bracket, its axis changed
+BN_GRAD_X = "grad_x = (g - g.mean(axis=0, keepdims=True) - x_hat * (g * x_hat).mean(axis=0, keepdims=True)) * inv_std"
+LN_GRAD_X = "(g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))"
+
 # (notebook, tests of the rule, what the mutant gets wrong, solution text, mutated text)
 MUTANTS = [
     (
@@ -419,6 +423,78 @@ MUTANTS = [
         "a loss whose gradient does not depend on the parameters (H = 0) not handled",
         "\n    if not isinstance(dot, Tensor) or not dot.requires_grad:\n        return [Tensor(np.zeros(p.shape)) for p in params]",
         "",
+    ),
+    (
+        "17_norm",
+        "batch_norm_backward",
+        "unbiased variance (N - 1) in the backward, the forward's is biased",
+        "inv_std = 1 / np.sqrt(x.data.var(axis=0, keepdims=True) + self.eps)",
+        "inv_std = 1 / np.sqrt(x.data.var(axis=0, ddof=1, keepdims=True) + self.eps)",
+    ),
+    (
+        "17_norm",
+        "batch_norm_backward",
+        "the path through the mean missing",
+        "(g - g.mean(axis=0, keepdims=True) - x_hat",
+        "(g - x_hat",
+    ),
+    ("17_norm", "batch_norm_backward", "mean and variance treated as constants", BN_GRAD_X, "grad_x = g * inv_std"),
+    (
+        "17_norm",
+        "batch_norm_backward",
+        "the path through the variance missing",
+        " - x_hat * (g * x_hat).mean(axis=0, keepdims=True)",
+        "",
+    ),
+    (
+        "17_norm",
+        "running_statistics",
+        "biased variance in the running average",
+        "batch.var(axis=0) * n / (n - 1)",
+        "batch.var(axis=0)",
+    ),
+    (
+        "17_norm",
+        "running_statistics",
+        "evaluation normalises with the batch's statistics",
+        "return (x - self.running_mean) / np.sqrt(self.running_var + self.eps) * self.gamma + self.beta",
+        "return batch_norm(x, self.gamma, self.beta, self.eps)",
+    ),
+    (
+        "17_norm",
+        "layer_norm_backward",
+        "the path through the mean missing",
+        "(g - g.mean(axis=-1, keepdims=True) - x_hat",
+        "(g - x_hat",
+    ),
+    (
+        "17_norm",
+        "layer_norm_backward",
+        "gamma's gradient summed over axis 0 only",
+        "(grad_output * x_hat).sum(axis=leading)",
+        "(grad_output * x_hat).sum(axis=0)",
+    ),
+    ("17_norm", "dropout_forward", "evaluation mode still drops", "if not training or p == 0:", "if p == 0:"),
+    (
+        "17_norm",
+        "dropout_forward",
+        "kept entries not scaled",
+        "Tensor(x.data * mask / (1 - p))",
+        "Tensor(x.data * mask)",
+    ),
+    (
+        "17_norm",
+        "dropout_backward",
+        "the mask not scaled in the backward",
+        "return (grad_output * self.mask / (1 - self.p),)",
+        "return (grad_output * self.mask,)",
+    ),
+    (
+        "17_norm",
+        "dropout_backward",
+        "the gradient passed where entries were dropped",
+        "return (grad_output * self.mask / (1 - self.p),)",
+        "return (grad_output / (1 - self.p),)",
     ),
 ]
 
@@ -841,6 +917,55 @@ STUDENT_BUGS = [
         "np.add.at(input_use, flat_ids, grad @ weight)",
         "np.add.at(input_use, flat_ids, grad)",
     ),
+    (
+        "17_norm",
+        "batch_norm_backward",
+        "eps left out of the backward (off by about eps relative; nan on a constant feature)",
+        "inv_std = 1 / np.sqrt(x.data.var(axis=0, keepdims=True) + self.eps)",
+        "inv_std = 1 / np.sqrt(x.data.var(axis=0, keepdims=True))",
+    ),
+    (
+        "17_norm",
+        "batch_norm_backward",
+        "gamma's and beta's gradients not summed over the batch",
+        "return grad_x, (grad_output * x_hat).sum(axis=0), grad_output.sum(axis=0)",
+        "return grad_x, grad_output * x_hat, grad_output",
+    ),
+    (
+        "17_norm",
+        "running_statistics",
+        "the running statistics replaced by the batch's (no momentum)",
+        "mean = (1 - momentum) * running_mean + momentum * batch.mean(axis=0)",
+        "mean = batch.mean(axis=0)",
+    ),
+    (
+        "17_norm",
+        "layer_norm_backward",
+        "means over the batch axis, as in batch normalisation",
+        LN_GRAD_X,
+        LN_GRAD_X.replace("axis=-1", "axis=0"),
+    ),
+    (
+        "17_norm",
+        "layer_norm_backward",
+        "a float64 variance makes a float32 input's gradient float64",
+        "inv_std = 1 / np.sqrt(x.data.var(axis=-1, keepdims=True) + self.eps)",
+        "inv_std = 1 / np.sqrt(x.data.var(axis=-1, keepdims=True).astype(np.float64) + self.eps)",
+    ),
+    (
+        "17_norm",
+        "dropout_forward",
+        "keeps each entry with probability p instead of 1 - p",
+        "mask = rng.random(x.shape) >= p",
+        "mask = rng.random(x.shape) < p",
+    ),
+    (
+        "17_norm",
+        "dropout_backward",
+        "a new mask drawn in the backward",
+        "return (grad_output * self.mask / (1 - self.p),)",
+        "return (grad_output * (np.random.random(self.mask.shape) >= self.p) / (1 - self.p),)",
+    ),
 ]
 MUTANTS += STUDENT_BUGS
 
@@ -1101,6 +1226,22 @@ MUTANTS += LATER
 
 # Correct solutions written differently from the reference: each must earn every point of its notebook.
 ALTERNATIVES = [
+    (
+        "17_norm",
+        "batch norm's gradient of x path by path, unsimplified (the variance's, the mean's, then the direct one)",
+        BN_GRAD_X,
+        "centred, var = x.data - x.data.mean(axis=0, keepdims=True), x.data.var(axis=0, keepdims=True)\n"
+        "        d_var = (g * centred).sum(axis=0, keepdims=True) * (-0.5 * (var + self.eps) ** -1.5)\n"
+        "        d_mean = -g.sum(axis=0, keepdims=True) * inv_std\n"
+        "        grad_x = g * inv_std + d_var * (2 * centred / x.shape[0]) + d_mean / x.shape[0]",
+    ),
+    (
+        "17_norm",
+        "dropout's output from a scaled keep array, the boolean mask saved from it",
+        "mask = rng.random(x.shape) >= p\n    return attach(Tensor(x.data * mask / (1 - p)), DropoutBackward, x, mask=mask, p=p)",
+        "keep = (rng.random(x.shape) >= p) / (1 - p)\n"
+        "    return attach(Tensor(x.data * keep), DropoutBackward, x, mask=keep > 0, p=p)",
+    ),
     (
         "04_elementwise",
         "unbroadcast one axis at a time",

@@ -8,6 +8,7 @@ from .core.activations import gelu, log_softmax, relu, sigmoid, softmax, tanh
 from .core.conv import avg_pool2d, conv2d, max_pool2d
 from .core.embedding import embedding
 from .core.losses import bce_loss, cross_entropy, mse_loss
+from .core.norm import batch_norm, dropout, layer_norm
 
 __all__ = [
     "relu",
@@ -23,4 +24,7 @@ __all__ = [
     "max_pool2d",
     "avg_pool2d",
     "embedding",
+    "batch_norm",
+    "layer_norm",
+    "dropout",
 ]

@@ -8,6 +8,7 @@ from .core.conv import AvgPool2d, Conv2d, MaxPool2d
 from .core.embedding import Embedding
 from .core.losses import BCE, MSE, CrossEntropy
 from .core.nn import GELU, Flatten, Linear, Module, ReLU, Sequential, Sigmoid, Softmax, Tanh
+from .core.norm import BatchNorm1d, Dropout, LayerNorm
 
 __all__ = [
     "Module",
@@ -23,6 +24,9 @@ __all__ = [
     "MaxPool2d",
     "AvgPool2d",
     "Embedding",
+    "BatchNorm1d",
+    "LayerNorm",
+    "Dropout",
     "MSE",
     "BCE",
     "CrossEntropy",
