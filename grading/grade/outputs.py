@@ -21,6 +21,7 @@ import nbformat
 from ..sandbox import wire
 
 VALUE_LIMIT = 10_000  # characters of a cell's value shown
+PASSED = "✔ passed"  # under a visible test that passed (one that failed shows its error)
 
 
 class Shown:
@@ -28,7 +29,7 @@ class Shown:
 
     def __init__(self):
         self.printed = wire.Printed()
-        self.value, self.figures, self.error = None, [], None
+        self.value, self.figures, self.error, self.passed = None, [], None, False
 
     def outputs(self):
         "The cell's outputs, as nbformat outputs of the types grading.reports.page.plain_output keeps."
@@ -39,6 +40,8 @@ class Shown:
         if self.error is not None:
             name, message = self.error
             made.append(nbformat.v4.new_output("error", ename=name, evalue=message, traceback=[f"{name}: {message}"]))
+        if self.passed:
+            made.append(nbformat.v4.new_output("stream", name="stdout", text=PASSED + "\n"))
         return made
 
 
