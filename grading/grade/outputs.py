@@ -19,6 +19,7 @@ import warnings
 import nbformat
 
 from ..sandbox import wire
+from . import asserts
 
 VALUE_LIMIT = 10_000  # characters of a cell's value shown
 PASSED = "✔ passed"  # under a visible test that passed (one that failed shows its error)
@@ -59,9 +60,13 @@ def captured(shown):
         sys.stdout, sys.stderr = saved
 
 
-def run(source, name, namespace):
-    "exec the cell's `source` in `namespace`, as a notebook does: return the value of its last expression (or None)."
+def run(source, name, namespace, explain=False):
+    """exec the cell's `source` in `namespace`, as a notebook does: return the value of its last expression (or None).
+    `explain`: its asserts say what came back (grading.grade.asserts; a visible test's cell)."""
     tree = ast.parse(source, name)
+    if explain:
+        tree = asserts.explained(tree)
+        namespace[asserts.HELPER] = asserts.came_back
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     exec(compile(tree, name, "exec"), namespace)
     if last is None:

@@ -736,7 +736,8 @@ def run_cell(cell, namespace, timeout, hidden=False, shown=None, public=""):
     try:
         signal.setitimer(signal.ITIMER_PROF, timeout)
         with outputs.captured(shown):
-            value = outputs.run(cell["source"], f"<{cell['id']}>", namespace)
+            explain = cell.get("kind") == "test" and not hidden  # a hidden test's values came from hidden inputs
+            value = outputs.run(cell["source"], f"<{cell['id']}>", namespace, explain)
             outputs.show_value(shown, value)
         return True, ""
     except CellTimeout:

@@ -149,7 +149,7 @@ def carved(body, at, sizes, shapes):
 # -- What the student's code printed ----------------------------------------------------------------------------------
 
 OUTPUT_LIMIT = 100_000  # characters of printed output kept per call, and per cell of the feedback page
-TRUNCATED = f"\n... output truncated: more than {OUTPUT_LIMIT:,} characters ...\n"
+TRUNCATED = f"\n... output truncated: the code printed more than {OUTPUT_LIMIT:,} characters ...\n"
 
 
 class Printed:
