@@ -860,7 +860,9 @@ def grade_pass(
             remote.ensure_worker()
         except StudentError as error:
             notes.append(str(error))
-        if remote.first_import and remote.first_import != "not started":
+        if remote.first_import and wire.LATER_MODULES in remote.first_import:  # (a class renamed, say)
+            notes.append(f"{remote.first_import}: keep the names the notebook gives your classes and functions")
+        elif remote.first_import and remote.first_import != "not started":
             notes.append(
                 f"your module could not be imported ({remote.first_import}); each of your exercise cells "
                 "was run on its own instead, as in the notebook"

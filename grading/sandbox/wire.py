@@ -55,6 +55,9 @@ class WireError(Exception):
 CALL_TIMEOUT = "used up the CPU time allowed for one call"
 
 
+LATER_MODULES = "the course's later modules could not import your module"
+
+
 def not_defined(name):
     return (
         f"{name} is not defined: the cell that defines it did not run, or named it otherwise (the grade's note names "

@@ -16,6 +16,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import re
 import signal
 import sys
 import traceback
@@ -84,7 +85,8 @@ def import_student_module(plan):
         try:  # what tinytorch/__init__.py does
             importlib.import_module("tinytorch.core.autograd").enable_autograd(quiet=True)
         except BaseException as exc:  # noqa: BLE001
-            error = error or f"importing tinytorch failed: {type(exc).__name__}: {exc}"[:2000]
+            said = re.sub(r" \(/\S*\.py\)", "", str(exc))  # (the file's path in the sandbox, not the student's)
+            error = error or f"{type(exc).__name__}: {wire.LATER_MODULES} ({said})"[:2000]
     return error
 
 
