@@ -17,7 +17,7 @@ COMPARERS = {"allclose", "isclose", "array_equal", "array_equiv"}
 SHOWN = 200  # characters of each value
 
 
-def explained(tree):
+def explained(tree: ast.Module) -> ast.Module:
     "`tree` (a cell's ast.Module) with its asserts rewritten to say what came back."
     return ast.fix_missing_locations(_Explain().visit(tree))
 
@@ -57,14 +57,14 @@ def _is_call(node, names):
     return name in names
 
 
-def came_back(message, got, kind, want=None):
+def came_back(message: object, got: object, kind: str, want: object = None) -> str:
     "The assert's message and what came back: '... (got [1, 2], expected [3, 5])' or '... (got a list)'."
     if kind == "type":
         return f"{message} (got a {type(got).__name__})".lstrip()
     return f"{message} (got {shown(got)}, expected {shown(want)})".lstrip()
 
 
-def shown(value):
+def shown(value: object) -> str:
     "A value as a test's message shows it: arrays (and Tensors, by their data) short, anything else by its repr."
     data = getattr(value, "data", None) if type(value).__name__ == "Tensor" else value
     try:
