@@ -177,3 +177,15 @@ def _reader(data):
         return chunk
 
     return read
+
+
+def test_on_gradescope_a_hidden_test_says_why_in_its_own_box_and_the_submissions_output_does_not():
+    "Gradescope shows each test in a box, and the submission's output before hidden tests are published."
+    from grading.lms.lms import gradescope_results
+    from grading.lms.lms_input import Person
+
+    entry = result(neg_hidden=(0, 1, hidden_failure(qualname="NegBackward.apply")), neg=(0, 1, "ValueError: x"))
+    made = gradescope_results(Person("ada"), "04_elementwise", entry, {"neg_hidden": True, "neg": False}, "hidden")
+    outputs = {test["name"]: test["output"] for test in made["tests"]}
+    assert outputs["neg_hidden"].endswith(WHY_NOT_SHOWN) and outputs["neg"] == "ValueError: x"
+    assert WHY_NOT_SHOWN not in made["output"]

@@ -36,6 +36,7 @@ from pathlib import Path
 from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.layout import unfinished_marker
+from ..reports.feedback import NOT_SHOWN, WHY_NOT_SHOWN
 from ..reports.late import penalised
 from .folders import IDENTITY, identity
 from .lms_input import Person, hidden_tests, number, read_gradebook, read_roster
@@ -284,6 +285,13 @@ def write_side_file(rows, out):
     return [path]
 
 
+def test_output(message: str) -> str:
+    """A test's message as Gradescope shows it, in a box of its own: a hidden test that does not quote an error says
+    why in its box (the page says it once, above the tests), not in the submission's output, shown before the hidden
+    tests are published."""
+    return f"{message}. {WHY_NOT_SHOWN}" if NOT_SHOWN in message else message
+
+
 def gradescope_results(person, assignment, entry, hidden, visibility):
     "One Gradescope results.json, as a dict: the total, and each test with its visibility."
     extra = {"student": person.student, "assignment": assignment}
@@ -309,7 +317,7 @@ def gradescope_results(person, assignment, entry, hidden, visibility):
                 "max_score": float(test.get("max_score", 0)),
                 "status": "passed" if test.get("score", 0) >= test.get("max_score", 0) else "failed",
                 "visibility": visibility if is_hidden else "visible",
-                "output": str(test.get("message") or ""),
+                "output": test_output(str(test.get("message") or "")),
             }
         )
     return {
