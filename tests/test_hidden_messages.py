@@ -30,7 +30,9 @@ def raising(message, kind="ValueError", qualname="MulBackward.apply"):
 )
 def test_a_student_error_in_a_hidden_test_shows_its_kind_and_function_not_its_message(message):
     passed, shown = run_cell({"id": "mul_hidden", "source": HIDDEN}, {"rule": raising(message)}, 10, hidden=True)
-    assert not passed and shown.startswith("ValueError from your MulBackward.apply in a hidden test.")
+    assert not passed and shown.startswith(
+        "ValueError from your MulBackward.apply in a hidden test (its message is not shown)"
+    )
     assert "LEAK" not in shown and "inputs were" not in shown and "0.123" not in shown
 
 
@@ -38,7 +40,9 @@ def test_an_error_type_of_the_students_own_is_not_named_either():
     error = exception_of({"type": "LeakOf0_7165", "raised": "LeakOf0_7165", "message": "x"}, "NegBackward.apply")
     assert isinstance(error, StudentError)
     text = describe_hidden(error)
-    assert text.startswith("an error of its own class from your NegBackward.apply in a hidden test.")
+    assert text.startswith(
+        "an error of its own class from your NegBackward.apply in a hidden test (its message is not shown)"
+    )
     assert "7165" not in text
 
 
@@ -48,7 +52,7 @@ def test_a_call_that_used_up_its_cpu_time_in_a_hidden_test_says_so():
     text = describe_hidden(error)
     assert text.startswith(
         "your ExpBackward.apply used up the CPU time allowed for one call (an endless loop, or much too slow) in a "
-        "hidden test."
+        "hidden test (its message is not shown)"
     )
     chosen = exception_of({"type": "Error", "raised": "CallTimeout", "message": "LEAK 0.7165"}, "ExpBackward.apply")
     assert "LEAK" not in describe_hidden(chosen) and "its own class" in describe_hidden(chosen)  # its own words: hidden
@@ -71,7 +75,9 @@ def test_an_exercise_whose_cell_did_not_run_is_named_as_not_defined():
         del sys.modules[module.__name__]
     reply = {"type": "AttributeError", "raised": "AttributeError", "message": wire.not_defined("DivBackward")}
     text = describe_hidden(exception_of(reply, "DivBackward.apply"))
-    assert text.startswith("DivBackward is not defined in your module: the cell that defines it did not run in a")
+    assert text.startswith(
+        "DivBackward is not defined in your module: its cell did not run, or named it otherwise in a"
+    )
     forged = dict(reply, message=wire.not_defined("LEAK_0_7165"))
     assert "LEAK" not in describe_hidden(exception_of(forged, "DivBackward.apply"))
 
@@ -83,7 +89,9 @@ def test_a_recursion_error_in_a_hidden_test_names_its_likely_cause():
     }
     namespace["rule"] = lambda: (_ for _ in ()).throw(namespace["walk"]())
     passed, message = run_cell({"id": "order_hidden", "source": HIDDEN}, namespace, 10, hidden=True)
-    assert not passed and message.startswith("RecursionError from your code in a hidden test.")
+    assert not passed and message.startswith(
+        "RecursionError from your code in a hidden test (its message is not shown)"
+    )
     assert "explicit stack" in message
     _, plain = run_cell({"id": "h", "source": HIDDEN}, {"rule": raising("the shapes differ")}, 10, hidden=True)
     assert "explicit stack" not in plain

@@ -19,8 +19,10 @@ import warnings
 import nbformat
 
 from ..sandbox import wire
+from . import asserts
 
 VALUE_LIMIT = 10_000  # characters of a cell's value shown
+PASSED = "✔ passed"  # under a visible test that passed (one that failed shows its error)
 
 
 class Shown:
@@ -28,7 +30,7 @@ class Shown:
 
     def __init__(self):
         self.printed = wire.Printed()
-        self.value, self.figures, self.error = None, [], None
+        self.value, self.figures, self.error, self.passed = None, [], None, False
 
     def outputs(self):
         "The cell's outputs, as nbformat outputs of the types grading.reports.page.plain_output keeps."
@@ -39,6 +41,8 @@ class Shown:
         if self.error is not None:
             name, message = self.error
             made.append(nbformat.v4.new_output("error", ename=name, evalue=message, traceback=[f"{name}: {message}"]))
+        if self.passed:
+            made.append(nbformat.v4.new_output("stream", name="stdout", text=PASSED + "\n"))
         return made
 
 
@@ -56,9 +60,13 @@ def captured(shown):
         sys.stdout, sys.stderr = saved
 
 
-def run(source, name, namespace):
-    "exec the cell's `source` in `namespace`, as a notebook does: return the value of its last expression (or None)."
+def run(source, name, namespace, explain=False):
+    """exec the cell's `source` in `namespace`, as a notebook does: return the value of its last expression (or None).
+    `explain`: its asserts say what came back (grading.grade.asserts; a visible test's cell)."""
     tree = ast.parse(source, name)
+    if explain:
+        tree = asserts.explained(tree)
+        namespace[asserts.HELPER] = asserts.came_back
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     exec(compile(tree, name, "exec"), namespace)
     if last is None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..common.errors import GraderFault, GradingError
 from ..common.notebooks import given_cell_name
+from ..reports.feedback import NOT_SHOWN
 from ..sandbox import sandbox, wire
 from . import analytic, heldout, outputs, variant
 from .clock import Budget, Stopwatch
@@ -42,7 +43,18 @@ RESTARTS = 5  # times a crashed or hung worker is started again
 
 
 class StudentError(RuntimeError):
-    "Something the student's code did (a crash, an error type the grader does not pass on) failed the call."
+    """Something the student's code did (a crash, an error type the grader does not pass on) failed the call. Its
+    text is in the student's words; `kind` is the name the page gives it (the student's exception's, or "Error"),
+    never this class's, which is the grader's."""
+
+    def __init__(self, message, kind="Error"):
+        super().__init__(message)
+        self.kind = kind
+
+
+# Python's own exceptions that the worker sends by name only (not in wire.EXCEPTIONS): a hidden test may name them,
+# as it names those (their names are Python's, not chosen by the student's code).
+NAMED_ERRORS = ("NameError", "UnboundLocalError", "ImportError", "ModuleNotFoundError", "EOFError", "OSError")
 
 
 class CellTimeout(BaseException):
@@ -434,13 +446,27 @@ def exception_of(reply, qualname=None):
     elif kind in wire.EXCEPTIONS:
         error = wire.EXCEPTIONS[kind](message)
     else:
-        error = StudentError(f"{reply.get('raised', 'Error')}: {message}")
+        raised = str(reply.get("raised", "Error"))
+        error = StudentError(f"{raised}: {message}" if message else raised, kind=raised)
+    raised, what = reply.get("raised"), f"your {qualname}" if qualname else "your code"
     # the worker's own words (grading.sandbox.wire), checked word for word: a hidden test may show them
-    if reply.get("raised") == "CallTimeout" and message == wire.CALL_TIMEOUT:
-        return students(error, qualname, timed_out_text(qualname))
+    if raised == "CallTimeout" and message == wire.CALL_TIMEOUT:
+        return students(StudentError(timed_out_text(qualname), kind="Timeout"), qualname, timed_out_text(qualname))
+    if raised in ("SystemExit", "KeyboardInterrupt"):  # what it did, not the exception's name (its message hidden)
+        did = "called sys.exit({})" if raised == "SystemExit" else "raised KeyboardInterrupt{}"
+        said = message if raised == "SystemExit" else f" ({message})" if message else ""
+        error = StudentError(f"{what} {did.format(said)}: a function graded here returns its result", kind=raised)
+        return students(error, qualname, f"{what} {did.format('')}")
+    if kind == "MemoryError":
+        error = MemoryError(f"{what} ran out of memory ({message})")
+        return students(error, qualname, f"{what} ran out of memory")
+    if raised in NAMED_ERRORS:
+        return students(error, qualname, f"{raised} from {what}")
     name = (qualname or "").split(".")[0]
     if name and message == wire.not_defined(name):
-        return students(error, qualname, f"{name} is not defined in your module: the cell that defines it did not run")
+        return students(
+            error, qualname, f"{name} is not defined in your module: its cell did not run, or named it otherwise"
+        )
     return students(error, qualname)
 
 
@@ -478,10 +504,7 @@ def describe_hidden(error, source=""):
         kind = "an error of its own class" if isinstance(error, StudentError) else type(error).__name__
         where = f"your {error.raised_in}" if getattr(error, "raised_in", None) else "your code"
         summary = getattr(error, "summary", None) or f"{kind} from {where}"
-        message = (
-            f"{summary} in a hidden test. Its message is not shown: your code had the test's inputs and could write "
-            "them into it. Call it on inputs like the test's (the test's name says what it checks) to see it"
-        )
+        message = f"{summary} in a hidden test ({NOT_SHOWN})"  # why, and what to do: once, on the page (WHY_NOT_SHOWN)
         message += "".join(f"; {text}" for phrase, text in GRADING_ONLY.items() if phrase in str(error))
         message += "".join(f"; it was {note}" for note in notes_of(error))
         if isinstance(error, RecursionError):
@@ -564,7 +587,7 @@ def install(space, targets, remote):
             try:
                 value = remote.call(_qualname, args, kwargs, readonly=_qualname.endswith(".apply"), named=named)
             except StudentError as error:
-                if str(error) == f"CallTimeout: {wire.CALL_TIMEOUT}":
+                if str(error) == timed_out_text(_qualname):
                     why = f"{timed_out_text(_qualname)}: its later calls were not made, and their tests fail"
                     remote.timed_out[_qualname] = remote.event(why).args[0]
                 raise
@@ -688,8 +711,13 @@ def notes_of(error):
     return [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
 
 
+def error_name(error):
+    "The name the page gives an error: a student's error its own kind, never a class of the grader's."
+    return error.kind if isinstance(error, StudentError) else type(error).__name__
+
+
 def describe(error):
-    text = f"{type(error).__name__}: {error}"
+    text = str(error) if isinstance(error, StudentError) else f"{type(error).__name__}: {error}"
     text += "".join(f" ({note})" for note in notes_of(error) if note.removeprefix("in the case ") not in text)
     return text if len(text) < 2000 else text[:2000] + " ..."
 
@@ -707,17 +735,18 @@ def run_cell(cell, namespace, timeout, hidden=False, shown=None, public=""):
     try:
         signal.setitimer(signal.ITIMER_PROF, timeout)
         with outputs.captured(shown):
-            value = outputs.run(cell["source"], f"<{cell['id']}>", namespace)
+            explain = cell.get("kind") == "test" and not hidden  # a hidden test's values came from hidden inputs
+            value = outputs.run(cell["source"], f"<{cell['id']}>", namespace, explain)
             outputs.show_value(shown, value)
         return True, ""
     except CellTimeout:
-        return failed(shown, "CellTimeout", f"took longer than {timeout} s")
+        return failed(shown, "Timeout", f"the test ran out of time: it took longer than {timeout} s")
     except GraderFault:
         raise  # not the student's: the whole submission is not graded
     except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
         if hidden:
-            return failed(shown, type(error).__name__, describe_hidden(error, cell["source"] + "\n" + public))
-        return failed(shown, type(error).__name__, describe(error))
+            return failed(shown, error_name(error), describe_hidden(error, cell["source"] + "\n" + public))
+        return failed(shown, error_name(error), describe(error))
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, previous)
@@ -830,7 +859,9 @@ def grade_pass(
             remote.ensure_worker()
         except StudentError as error:
             notes.append(str(error))
-        if remote.first_import and remote.first_import != "not started":
+        if remote.first_import and wire.LATER_MODULES in remote.first_import:  # (a class renamed, say)
+            notes.append(f"{remote.first_import}: keep the names the notebook gives your classes and functions")
+        elif remote.first_import and remote.first_import != "not started":
             notes.append(
                 f"your module could not be imported ({remote.first_import}); each of your exercise cells "
                 "was run on its own instead, as in the notebook"
@@ -857,6 +888,7 @@ def grade_pass(
             if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
                 restore_flags(remote.graded, flags)
             if shown is not None:
+                shown.passed = passed and cell["kind"] == "test"
                 ran[cell["id"]] = shown.outputs()
             if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
                 install(namespace, cell["targets"], remote)

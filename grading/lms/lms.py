@@ -36,6 +36,7 @@ from ..common import csvsafe
 from ..common.errors import GradingError, did_you_mean
 from ..common.layout import unfinished_marker
 from ..common.notebooks import write_atomic
+from ..reports.feedback import NOT_SHOWN, WHY_NOT_SHOWN
 from . import canvas, moodle
 from .entries import MISSING, MISSING_WORDS, Grades, fmt, graded, grader_fault
 from .folders import IDENTITY
@@ -252,6 +253,13 @@ SHOWN = {  # when students see a test of each Gradescope visibility (its autogra
 }
 
 
+def test_output(message: str) -> str:
+    """A test's message as Gradescope shows it, in a box of its own: a hidden test that does not quote an error says
+    why in its box (the page says it once, above the tests), not in the submission's output, shown before the hidden
+    tests are published."""
+    return f"{message}. {WHY_NOT_SHOWN}" if NOT_SHOWN in message else message
+
+
 def gradescope_results(person, assignment, entry, hidden, visibility):
     """One Gradescope results.json, as a dict: the total, each test with its visibility, and an output (plain text,
     as every string in it: Gradescope renders the top-level output as HTML by default) that says what the score
@@ -280,7 +288,7 @@ def gradescope_results(person, assignment, entry, hidden, visibility):
                 "max_score": float(test.get("max_score", 0)),
                 "status": "passed" if test.get("score", 0) >= test.get("max_score", 0) else "failed",
                 "visibility": visibility if is_hidden else "visible",
-                "output": str(test.get("message") or ""),
+                "output": test_output(str(test.get("message") or "")),
             }
         )
     lines = [entry.get("note") or ""] + score_notes(entry) + [hidden_note(listed, visibility)]

@@ -12,6 +12,15 @@ from .page import render
 
 # -- The feedback page a student reads ------------------------------------------------------------------------------
 
+# A hidden test names an error of the student's code but does not quote it (grading.grade.verdict.describe_hidden);
+# the page says why once, not under each test.
+NOT_SHOWN = "its message is not shown"
+WHY_NOT_SHOWN = (
+    "A hidden test does not show the message of an error your code raised in it: your code had the test's inputs and "
+    "could write them into the message. To see it, call your function on inputs like the test's (the test's name "
+    "says what it checks)."
+)
+
 POLICIES = {
     "full": "every test's score and message",
     "summary": "the notebook's total, which visible tests passed, and the hidden tests as a count",
@@ -34,6 +43,7 @@ def banner(assignment, result, policy, extra=""):
         )
 
     lines = "".join(line(t, r) for t, r in shown)
+    why = any(NOT_SHOWN in r["message"] and r["score"] != r["max_score"] for _, r in shown)
     if hidden:
         passed = sum(r["score"] == r["max_score"] for r in hidden)
         lines += f"<li>hidden tests: {passed} of {len(hidden)} passed (their details are released later)</li>"
@@ -44,7 +54,8 @@ def banner(assignment, result, policy, extra=""):
         f"<p>Scores come from the grader's run of the instructor's tests against your exported code; below is "
         f"your notebook as it ran (visible tests only). Your functions ran in the grader's sandbox, one call at a "
         f"time: times and memory that cells measure are larger here than in your Jupyter.</p>"
-        f"<ul>{lines}</ul>{'<p>' + html.escape(note) + '</p>' if note else ''}{extra}</div>"
+        f"<ul>{lines}</ul>{'<p>' + html.escape(WHY_NOT_SHOWN) + '</p>' if why else ''}"
+        f"{'<p>' + html.escape(note) + '</p>' if note else ''}{extra}</div>"
     )
 
 

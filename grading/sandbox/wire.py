@@ -56,8 +56,14 @@ class WireError(Exception):
 CALL_TIMEOUT = "used up the CPU time allowed for one call"
 
 
+LATER_MODULES = "the course's later modules could not import your module"
+
+
 def not_defined(name):
-    return f"{name} is not defined: the cell that defines it did not run (the grade's note names its error)"
+    return (
+        f"{name} is not defined: the cell that defines it did not run, or named it otherwise (the grade's note names "
+        "an error)"
+    )
 
 
 # -- Framing ---------------------------------------------------------------------------------------------------------
@@ -147,7 +153,7 @@ def carved(body, at, sizes, shapes):
 # -- What the student's code printed ----------------------------------------------------------------------------------
 
 OUTPUT_LIMIT = 100_000  # characters of printed output kept per call, and per cell of the feedback page
-TRUNCATED = f"\n... output truncated: more than {OUTPUT_LIMIT:,} characters ...\n"
+TRUNCATED = f"\n... output truncated: the code printed more than {OUTPUT_LIMIT:,} characters ...\n"
 
 
 class Printed:
@@ -378,12 +384,15 @@ class Session:
     # -- receiving --
     def receive(self, header, arrays):
         """Apply a message's object table (new objects made, known ones updated); return its decoded values. Whatever
-        a malformed message breaks here is a WireError, with no detail (the text would quote the other side's data)."""
+        a malformed message breaks here is a WireError, with no detail (the text would quote the other side's data);
+        in the worker, an error of the student's module (a class it lacks) is raised as it is."""
         try:
             return self._receive(header, arrays)
         except WireError:
             raise
         except Exception as error:  # noqa: BLE001  (RecursionError, TypeError, MemoryError …: the sender's doing)
+            if self.make_callable is not None:  # the worker: the grader's message is well formed, and what fails
+                raise  # reading it is the student's module (a class it lacks): said in its own words, not as ours
             raise WireError(f"a message the receiver cannot read ({type(error).__name__})") from None
 
     def _receive(self, header, arrays):

@@ -16,6 +16,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import re
 import signal
 import sys
 import traceback
@@ -67,8 +68,7 @@ def import_student_module(plan):
         cpu_limit(plan["cell_timeout"])
         importlib.import_module(plan["module"])
     except BaseException as exc:  # noqa: BLE001  (the student's module may raise anything)
-        error = f"{type(exc).__name__}: {exc}"[:2000]
-        cell_by_cell(plan)
+        error = (cell_by_cell(plan) or f"{type(exc).__name__}: {exc}")[:2000]
     finally:
         cpu_limit(0)
     builtins.__dict__.update(BUILTINS)
@@ -84,30 +84,54 @@ def import_student_module(plan):
         try:  # what tinytorch/__init__.py does
             importlib.import_module("tinytorch.core.autograd").enable_autograd(quiet=True)
         except BaseException as exc:  # noqa: BLE001
-            error = error or f"importing tinytorch failed: {type(exc).__name__}: {exc}"[:2000]
+            said = re.sub(r" \(/\S*\.py\)", "", str(exc))  # (the file's path in the sandbox, not the student's)
+            error = error or f"{type(exc).__name__}: {wire.LATER_MODULES} ({said})"[:2000]
     return error
 
 
 def cell_by_cell(plan):
     """When the module does not import (a syntax error in one exercise, say), run its cells one by one, as the
-    notebook does, so that one broken cell costs only the tests that need it."""
+    notebook does, so that one broken cell costs only the tests that need it. Return the first cell's error, named
+    as the student sees it: the cell and the line in it (the module's line numbers are not the notebook's)."""
     module = types.ModuleType(plan["module"])
     module.__file__ = os.path.join(plan["package"], *plan["module"].split(".")) + ".py"
     sys.modules[plan["module"]] = module
+    first_error = None
     for source in plan["exported"]:
         try:
             cpu_limit(plan["cell_timeout"])
-            exec(compile(source, f"<{plan['module']}>", "exec"), module.__dict__)
-        except BaseException:  # noqa: BLE001
-            pass
+            exec(compile(source, CELL, "exec"), module.__dict__)
+        except BaseException as exc:  # noqa: BLE001
+            first_error = first_error or cell_error(exc, source)
         finally:
             cpu_limit(0)
+    return first_error
+
+
+CELL = "<cell>"  # the file name of a cell run on its own
+
+
+def cell_error(exc, source):
+    "`exc`, raised by the cell `source`, as Jupyter places it: 'SyntaxError: ... (line 9 of the cell 'class ...')'."
+    if isinstance(exc, SyntaxError):
+        line, message = exc.lineno, exc.msg
+    else:
+        lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == CELL]
+        line, message = (lines[-1] if lines else None), str(exc)
+    code = [text.strip() for text in source.splitlines() if text.strip() and not text.startswith("#|")]
+    first = code[0] if code else ""
+    first = first if len(first) <= 60 else first[:57] + "..."
+    where = f"line {line} of the cell '{first}'" if line else f"the cell '{first}'"
+    return f"{type(exc).__name__}: {message} ({where})" if message else f"{type(exc).__name__} ({where})"
 
 
 def resolve_class(module, qualname):
     if not (isinstance(module, str) and isinstance(qualname, str) and module.split(".")[0] == "tinytorch"):
         raise wire.WireError(f"the class {module}.{qualname} is not one of the course's")
     value = sys.modules.get(module) or importlib.import_module(module)
+    name = qualname.split(".")[0]
+    if name not in value.__dict__:  # its cell failed, or the student renamed the class
+        raise AttributeError(wire.not_defined(name))
     for part in qualname.split("."):
         value = getattr(value, part)
     return value
