@@ -188,6 +188,26 @@ def test_a_page_the_grader_cannot_make_loses_no_score(alice, tmp_path):
     assert not (tmp_path / "out" / "feedback" / "alice" / f"{NB}.html").exists()
 
 
+# Six seconds of a quiet machine's time, as the grader counts them (grading/grade/clock.py: a busy machine's second
+# counts as less), so that twelve calls outrun the notebook's 40 s however busy the machine is (other tests run at
+# the same time on pytest-xdist's workers); a plain time.sleep(6) fit in the stretched budget under a load of 2.
+QUIET_SLEEP = """    import os, time
+
+    def _quiet_sleep(seconds):
+        left = seconds
+        while left > 0:
+            started = time.monotonic()
+            time.sleep(0.5)
+            try:
+                fields = open("/proc/loadavg").read().split()
+                busy = max(float(fields[0]), int(fields[3].split("/")[0]) - 1) / (os.cpu_count() or 1)
+            except (OSError, ValueError, IndexError):
+                busy = 1.0
+            left -= (time.monotonic() - started) / max(1.0, busy)
+
+"""
+
+
 def test_calls_that_sleep_past_the_notebooks_time_end_in_a_grade_not_a_fault_of_the_grader(kit, tmp_path):
     """Red team round 6: each call slept just under the per-call limit (no CPU, so no CPU limit), twelve of them in
     a hidden cell, and the job outran its limit: "not graded, a fault of the grader", at every run, exit 1. No call
@@ -200,7 +220,7 @@ def test_calls_that_sleep_past_the_notebooks_time_end_in_a_grade_not_a_fault_of_
         if old not in code:
             return code
         hidden_shapes = "    if a.shape in [(3, 1), (5,), (2, 1, 3)]:  # the hidden test's only\n"
-        return code.replace(old, "    import time\n\n" + hidden_shapes + "        time.sleep(6)\n" + old, 1)
+        return code.replace(old, QUIET_SLEEP + hidden_shapes + "        _quiet_sleep(6)\n" + old, 1)
 
     notebook = solved(released, read_notebook(REPO / "notebooks" / f"{nb}.ipynb"), edit=sleepy)
     write_notebook(notebook, tmp_path / "subs" / "sleepy" / nb / f"{nb}.ipynb")
