@@ -1140,6 +1140,14 @@ ISSUE_44 = [
         "h = 0.02 * np.abs(a.data) + 1e-12\n        slope = ((a.data + h) ** p - (a.data - h) ** p) / (2 * h)\n"
         "        return (grad_output * Tensor(slope),)",
     ),
+    (  # the old hidden test had one parameter per case: this earned it (the mutant above fails on a None gradient)
+        "14_higher_order",
+        "hvp",
+        "one grad() per parameter, None and constant terms handled (no cross terms)",
+        "products = grad(dot, params)",
+        "terms = [None if g is None else (g * Tensor(v)).sum() for g, v in zip(grads, vectors)]\n"
+        "    products = [grad(t, [p])[0] if t is not None and t.requires_grad else None for t, p in zip(terms, params)]",
+    ),
     (  # a correct alternative of the suite until float32 was tested (its np.eye is float64)
         "07_activations",
         "softmax_backward",
@@ -1167,7 +1175,7 @@ CAUGHT_BY = [
     ),
     ("13_embedding", "embedding_backward", "one-hot rows made float (a float64 gradient for a float32 table)"),
     ("04_elementwise", "pow_backward", "numerical: central differences with a step of 2 % of |a|, exact for a square"),
-    ("14_higher_order", "hvp", "one grad() per parameter (no cross terms)"),
+    ("14_higher_order", "hvp", "one grad() per parameter, None and constant terms handled (no cross terms)"),
 ]
 CATCHING = {"pow_backward": ["pow_backward", "pow_backward_hidden"]}  # else the rule's hidden test alone
 
