@@ -930,7 +930,8 @@ CUT_GRAPH = [
         "embedding_backward",
         "raw NumPy scatter: the right gradient, as a constant (no second derivative)",
         "return (scatter_add(grad_output, self.ids, weight.shape),)",
-        "out = np.zeros(weight.shape)\n        np.add.at(out, self.ids, grad_output.data)\n        return (Tensor(out),)",
+        "out = np.zeros(weight.shape, dtype=grad_output.dtype)\n        np.add.at(out, self.ids, grad_output.data)\n"
+        "        return (Tensor(out),)",
     ),
 ]
 MUTANTS += CUT_GRAPH
