@@ -621,6 +621,18 @@ NAMED_FAILURES = [
         "adam_skip_hidden",
         ["Likely cause: the running averages were not kept between steps"],
     ),
+    (  # issue 44: every hidden input was float64, so a float64 gradient for a float32 input earned full marks
+        "05_matmul_and_reductions",
+        "ones made float64 (a float64 gradient for a float32 input)",
+        "sum_backward_hidden",
+        ["the input is float32 but its gradient is float64", "np.ones(shape, dtype=x.dtype)"],
+    ),
+    (  # issue 44: every case had one parameter tensor, so a grad() per parameter earned the test
+        "14_higher_order",
+        "one grad() per parameter, None and constant terms handled (no cross terms)",
+        "hvp_hidden",
+        ["½ wᵀAw + wᵀBu for two parameters", "Likely cause: ", "call grad once on it for all the parameters"],
+    ),
 ]
 
 

@@ -49,3 +49,11 @@ def test_cross_entropy_object_backpropagates():
     CrossEntropy()(logits, LABELS).backward()
     assert logits.grad.shape == LOGITS.shape
     assert np.allclose(logits.grad.data.sum(axis=1), 0), "each row of (softmax - one_hot) / batch sums to 0"
+
+
+@pytest.mark.parametrize("probabilities", [[0.5, np.nan], [np.nan, np.nan]], ids=["one NaN", "all NaN"])
+def test_a_nan_probability_is_refused_with_the_courses_message(probabilities):
+    "PyTorch refuses a probability outside [0, 1], NaN included; min() and max() of an array with a NaN are NaN."
+    for call in (lambda: bce_loss(Tensor(probabilities), Tensor([1.0, 0.0])), lambda: BCE()(probabilities, [1.0, 0.0])):
+        with pytest.raises(ValueError, match=r"^bce_loss needs probabilities in \[0, 1\]; got NaN\. "):
+            call()

@@ -229,3 +229,14 @@ def test_the_visible_max_pooling_test_names_the_likely_cause_of_a_wrong_rule(mis
 def test_notebook_12_has_three_questions_a_measuring_question_and_a_summary():
     text = notebook_text("12_conv")
     assert text.count("<!-- answer: ") == 4 and "## Summary" in text
+
+
+@pytest.mark.parametrize("stride", [0, -1, 1.5, True])
+def test_a_stride_that_is_not_a_whole_number_of_one_or_more_pixels_is_refused_with_the_courses_message(stride):
+    "conv2d(x, w, None, 0) ended in NumPy's 'slice step cannot be zero' (issue 44)."
+    x, w = Tensor(np.ones((1, 1, 4, 4))), Tensor(np.ones((1, 1, 2, 2)))
+    with pytest.raises(
+        ValueError, match=rf"^conv2d needs a stride of 1 or more pixels, a whole number; got stride={stride!r}\.$"
+    ):
+        conv2d(x, w, None, stride)
+    assert conv2d(x, w, None, np.int64(2)).shape == (1, 1, 2, 2), "a NumPy integer is a whole number"

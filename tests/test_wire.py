@@ -281,3 +281,17 @@ def test_a_generator_the_students_code_gives_back_is_refused_with_what_to_return
         worker.message({"op": "return"}, {"result": (t for t in [1, 2])})
     with pytest.raises(wire.WireError, match="^a generator object cannot be sent$"):
         grader.message({"op": "call"}, {"arg": (t for t in [1, 2])})
+
+
+def test_one_array_named_by_many_objects_is_refused_before_any_copy():
+    """Each entry of an object table that names an array gets a copy of it: a worker's reply of a thousand entries
+    naming one large array would cost a thousand copies, up to the job's memory cap (issue 44). An honest sender
+    describes each array once; a table that names one twice is refused, with a message of the grader's."""
+    _, grader, _ = across({"x": np.ones(2)})
+    first = verdict.WORKER_NUMBERS + 50
+    table = [[first + k, "a", 0] for k in range(1000)]
+    with pytest.raises(wire.WireError, match="one array of the message named by several objects"):
+        grader.receive({"objects": table, "values": {}}, [np.zeros(1 << 20)])
+    assert first not in grader.objects, "nothing of the message was made"
+    got = grader.receive({"objects": [[first, "a", 0], [first + 1, "a", 1]], "values": {}}, [np.zeros(2), np.ones(2)])
+    assert got == {} and np.array_equal(grader.objects[first + 1], np.ones(2)), "one entry per array still crosses"

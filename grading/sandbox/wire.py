@@ -401,6 +401,7 @@ class Session:
             isinstance(e, list) and len(e) == 3 and type(e[0]) is int and isinstance(e[1], str) for e in table
         ):
             raise WireError("a malformed object table")
+        _each_array_once(table)
         if any(e[1] == "ar" for e in table):
             if self.make_callable is None:
                 raise WireError("the worker marked an array read-only")  # only the grader's arrays can be
@@ -573,6 +574,14 @@ class Session:
         if tag == "bt" and body in ("float", "int", "bool", "complex"):
             return {"float": float, "int": int, "bool": bool, "complex": complex}[body]
         raise WireError(f"a value of unknown kind {tag!r}")
+
+
+def _each_array_once(table):
+    """Refuse a table in which two entries name the same array of the message: a sender describes each array once,
+    and each entry makes a copy, so a thousand entries naming one large array would cost a thousand copies."""
+    named = [e[2] for e in table if e[1] in ("a", "ar")]
+    if len(set(map(repr, named))) != len(named):
+        raise WireError("one array of the message named by several objects (each array crosses for one object only)")
 
 
 class _NotYet(Exception):

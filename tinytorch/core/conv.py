@@ -44,6 +44,12 @@ def im2col(x, kh, kw, stride=1):
     return rows, (out_h, out_w)
 
 
+def _check_stride(name, stride):
+    "Refuse a stride that is not a whole number of pixels, 1 or more (NumPy would say 'slice step cannot be zero')."
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise ValueError(f"{name} needs a stride of 1 or more pixels, a whole number; got stride={stride!r}.")
+
+
 def conv2d_forward(x, w, b, stride=1, padding=0):
     "NumPy convolution (cross-correlation, as in PyTorch) of x (N, C, H, W) with w (F, C, kh, kw)."
     f, c, kh, kw = w.shape
@@ -53,6 +59,7 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
         )
     if padding == "same" and stride != 1:
         raise ValueError("padding='same' needs stride=1, as in PyTorch; give a strided convolution a number of pixels.")
+    _check_stride("conv2d", stride)
     rows, (out_h, out_w) = im2col(_pad(x, pad_widths(padding, kh, kw)), kh, kw, stride)
     out = rows @ w.reshape(f, -1).T + (0 if b is None else b)
     return out.reshape(x.shape[0], out_h, out_w, f).transpose(0, 3, 1, 2)

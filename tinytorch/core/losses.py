@@ -44,6 +44,11 @@ def _same_shape(name, prediction, target):
 
 def _check_probabilities(name, probabilities):
     data = probabilities.data
+    if data.size and np.isnan(data).any():
+        raise ValueError(
+            f"{name} needs probabilities in [0, 1]; got NaN. A NaN comes from an earlier step (0 / 0, inf - inf, the "
+            "log of a negative number): find where it first appears."
+        )
     if data.size and (data.min() < 0 or data.max() > 1):
         raise ValueError(
             f"{name} needs probabilities in [0, 1]; got values from {data.min()} to {data.max()}. "
