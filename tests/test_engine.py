@@ -14,6 +14,7 @@ from tinytorch.core import conv as C
 from tinytorch.core import elementwise as E
 from tinytorch.core import embedding as M
 from tinytorch.core import losses as L
+from tinytorch.core import norm as N
 from tinytorch.core import reductions as R
 from tinytorch.core.autograd import enable_autograd, grad
 from tinytorch.core.function import no_grad
@@ -499,6 +500,9 @@ F32_RULES = [
     (A.GELUBackward, lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))), [(3, 4)], {}),
     (C.AvgPool2dBackward, lambda x, **o: C.window(x, 2, None).mean(axis=-1), [(2, 3, 4, 6)], {"kernel_size": 2}),
     (L.MSEBackward, lambda p, t: np.mean((p - t) ** 2), [(3, 2), (3, 2)], {}),
+    (N.BatchNormBackward, N.batch_norm_values, [(4, 3), (3,), (3,)], {}),
+    (N.LayerNormBackward, N.layer_norm_values, [(2, 4), (4,), (4,)], {}),
+    (N.DropoutBackward, lambda v, mask, p: v * mask / (1 - p), [(3, 4)], {"mask": np.eye(3, 4, dtype=bool), "p": 0.5}),
     (
         lambda values, index: R.ScatterAddBackward(values, index),
         lambda v, index: R.scatter_add(Tensor(v), index, (4, 2)).data,

@@ -17,6 +17,7 @@ from tinytorch.core import conv as C
 from tinytorch.core import elementwise as E
 from tinytorch.core import embedding as M
 from tinytorch.core import losses as L
+from tinytorch.core import norm as N
 from tinytorch.core import reductions as R
 from tinytorch.core.autograd import enable_autograd, grad, topological_order
 from tinytorch.core.function import Function
@@ -85,6 +86,10 @@ CASES = {
     C.Conv2dBackward: [([normal(1, 1, 4, 4), normal(2, 1, 3, 3)], C.conv2d)],
     C.MaxPool2dBackward: [([normal(1, 1, 4, 4)], lambda x: C.max_pool2d(x, 2))],
     C.AvgPool2dBackward: [([normal(1, 1, 4, 4)], lambda x: C.avg_pool2d(x, 2))],
+    N.BatchNormBackward: [([normal(4, 3), normal(3), normal(3)], N.batch_norm)],
+    N.LayerNormBackward: [([normal(2, 4), normal(4), normal(4)], N.layer_norm)],
+    # the same mask at every call (the loss is evaluated again and again): a generator seeded alike each time
+    N.DropoutBackward: [([normal(3, 4)], lambda x: N.dropout(x, 0.5, rng=np.random.default_rng(0)))],
 }
 TWICE = {rule: cases for rule, cases in CASES.items() if rule.twice_differentiable}
 ONCE = {rule: cases for rule, cases in CASES.items() if not rule.twice_differentiable}

@@ -288,7 +288,7 @@ def test_one_array_named_by_many_objects_is_refused_before_any_copy():
     naming one large array would cost a thousand copies, up to the job's memory cap (issue 44). An honest sender
     describes each array once; a table that names one twice is refused, with a message of the grader's."""
     _, grader, _ = across({"x": np.ones(2)})
-    first = verdict.WORKER_NUMBERS + 50
+    first = wire.WORKER_NUMBERS + 50
     table = [[first + k, "a", 0] for k in range(1000)]
     with pytest.raises(wire.WireError, match="one array of the message named by several objects"):
         grader.receive({"objects": table, "values": {}}, [np.zeros(1 << 20)])

@@ -34,6 +34,8 @@ def batch_norm(x, gamma, beta, eps=1e-5):
 class BatchNormBackward(Function):
     "The rule of batch_norm(x, gamma, beta, eps): returns the gradients of x, gamma and beta, in that order."
 
+    twice_differentiable = False  # it computes with x.data, NumPy arrays: create_graph=True is refused (14)
+
     def __init__(self, x, gamma, beta, eps=1e-5):
         super().__init__(x, gamma, beta)
         self.eps = eps
@@ -116,6 +118,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 # %% ../../notebooks/17_norm.ipynb #c17-018
 class LayerNormBackward(Function):
     "The rule of layer_norm(x, gamma, beta, eps): returns the gradients of x, gamma and beta, in that order."
+
+    twice_differentiable = False  # it computes with x.data, NumPy arrays: create_graph=True is refused (14)
 
     def __init__(self, x, gamma, beta, eps=1e-5):
         super().__init__(x, gamma, beta)
