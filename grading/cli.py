@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .common.defaults import (
     CELL_TIMEOUT,
+    FEEDBACK_CHOICES,
     GRADESCOPE_MEMORY_MB,
     GRADESCOPE_NOTEBOOK_TIMEOUT,
     GRADESCOPE_TIMEOUT,
@@ -423,8 +424,6 @@ def instructor_commands():
 
 def add_instructor_commands(sub):
     "The commands whose modules stay with the instructor: only their functions import them."
-    from .grade.settings import FEEDBACK_CHOICES, Settings  # light: the defaults and choices autograde takes
-
     p = sub.add_parser("metadata", help="derive nbgrader metadata from the authoring convention (notebooks/README.md)")
     p.add_argument("notebooks", nargs="*", help="notebooks to update (default: all of notebooks/)")
     p.add_argument("--check", action="store_true", help="only report notebooks whose metadata is out of date")
@@ -470,7 +469,7 @@ def add_instructor_commands(sub):
     p.add_argument(
         "--notebook-timeout",
         type=int,
-        default=Settings.notebook_timeout,
+        default=NOTEBOOK_TIMEOUT,
         help=f"seconds one submission may take in all, both runs, stretched on a busy machine (default {NOTEBOOK_TIMEOUT})",
     )
     p.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: one per core)")
@@ -487,7 +486,7 @@ def add_instructor_commands(sub):
     p.add_argument(
         "--memory-mb",
         type=int,
-        default=Settings.memory_mb,
+        default=MEMORY_MB,
         help=f"memory of one sandbox, all its processes and its /tmp together where cgroups exist (default {MEMORY_MB})",
     )
     p.add_argument(
@@ -518,7 +517,7 @@ def add_instructor_commands(sub):
     )
     p.add_argument(
         "--feedback",
-        default=Settings.feedback,
+        default=FEEDBACK_CHOICES[0],
         choices=FEEDBACK_CHOICES,
         help="what the students' feedback pages show: full (every test's message), summary (the total, the "
         "visible tests, the hidden tests as a count) or none (no pages); the grade table is the same",

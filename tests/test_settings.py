@@ -7,8 +7,9 @@ import inspect
 import pytest
 
 from grading.cli import parser
+from grading.common.defaults import FEEDBACK_CHOICES
 from grading.grade.autograde import autograde
-from grading.grade.settings import FEEDBACK_CHOICES, Settings
+from grading.grade.settings import Settings
 from grading.reports.feedback import POLICIES
 
 

@@ -24,7 +24,7 @@ GRADER_WORDS = [
 
 @pytest.fixture(scope="module")
 def graded(kit, tmp_path_factory):
-    "The cases graded in one run, and exported for Moodle: (gradebook, {student: note in grades.csv}, Moodle rows, OUT)."
+    "The cases graded in one run and exported for Moodle: (gradebook, {student: note}, {notebook: Moodle rows}, OUT)."
     from student_errors import write_cases
 
     root = tmp_path_factory.mktemp("student-errors")
@@ -37,19 +37,22 @@ def graded(kit, tmp_path_factory):
         writer.writerow(["student", "name", "email", "lms_id"])
         for number, case in enumerate(CASES, 1):
             writer.writerow([case.student, f"Student {case.student}", f"{case.student}@example.edu", 100 + number])
-    moodle = root / "moodle.csv"
-    assert main(["export-grades", str(out), "--format", "moodle", "--roster", str(roster), "--out", str(moodle)]) == 0
+    rows = {}  # one Moodle file per assignment: a file of several would need an empty cell for those who lack one
+    for notebook in sorted({case.notebook for case in CASES}):
+        moodle = root / f"moodle-{notebook}.csv"
+        export = ["export-grades", str(out), "--format", "moodle", "--roster", str(roster), "--out", str(moodle)]
+        assert main([*export, "--assignment", notebook]) == 0
+        with open(moodle, newline="", encoding="utf-8-sig") as file:
+            rows[notebook] = list(csv.reader(file))
     book = json.loads((out / "gradebook.json").read_text())
     with open(out / "grades.csv", newline="") as file:
         notes = {row["student"]: row["note"] for row in csv.DictReader(file)}
-    with open(moodle, newline="") as file:
-        rows = list(csv.reader(file))
     return book, notes, rows, out
 
 
 def moodle_feedback(rows, case):
     "The case's text in the Moodle export's feedback column (a header that starts with 'Feedback'), found by its row."
-    header, *body = rows
+    header, *body = rows[case.notebook]
     columns = [i for i, name in enumerate(header) if name.startswith("Feedback")]
     columns = [i for i in columns if case.notebook in header[i]] or columns
     row = next(r for r in body if f"{case.student}@example.edu" in r or f"Student {case.student}" in r)

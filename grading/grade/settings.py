@@ -1,6 +1,7 @@
 """What an autograde run is told, in one typed place: `autograde(submissions, out, settings=Settings(...))`.
 
-The command line reads its defaults and choices from here (grading/cli.py), so that the two never disagree; the
+Its defaults are grading/common/defaults.py's, which the command line (grading/cli.py) reads too, so that the two
+never disagree (tests/test_settings.py) and the student kit, which has no grading/grade/, builds the same parser; the
 Gradescope container (grading/lms/gradescope.py) and the demo make a Settings of their own."""
 
 from __future__ import annotations
@@ -10,12 +11,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..common.defaults import MEMORY_MB, NOTEBOOK_TIMEOUT
+from ..common.defaults import FEEDBACK_CHOICES, MEMORY_MB, NOTEBOOK_TIMEOUT
 
 if TYPE_CHECKING:  # the command line reads this module to build its parser: nothing heavy is imported here
     from ..reports.late import Policy
-
-FEEDBACK_CHOICES = ("full", "summary", "none")  # what the pages show: grading.reports.feedback.POLICIES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +40,7 @@ class Settings:
     student_user: str | None = None
     cluster: str | None = None
     secret_file: Path | str | None = None
-    feedback: str = "full"
+    feedback: str = FEEDBACK_CHOICES[0]
     late: Policy | None = None
     now: datetime | None = None
     held_out_digits: Path | str | None = None
