@@ -91,7 +91,8 @@ def test_both_normalisations_match_central_differences(n, d, constant, dtype, se
     atol = 1e-5 if dtype == np.float64 else 1e-3
     x = x.astype(dtype)
     assert check_backward(M.BatchNormBackward, M.batch_norm_values, [x, *params], eps=1e-5, atol=atol, rtol=1e-2)
-    assert check_backward(M.LayerNormBackward, M.layer_norm_values, [x.T.copy(), *(p[:1].repeat(n) for p in params)])
+    layer_inputs = [x.T.copy(), *(p[:1].repeat(n) for p in params)]  # the batch's feature 0 as one row of n
+    assert check_backward(M.LayerNormBackward, M.layer_norm_values, layer_inputs, eps=1e-5, atol=atol, rtol=1e-2)
 
 
 def test_a_training_batch_of_one_is_refused_and_evaluation_takes_it():
