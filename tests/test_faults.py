@@ -80,11 +80,18 @@ def make_class(root, notebook, students):
     return Path(root)
 
 
+def jobs_of(out, spec):
+    """The processes of the run into `out` that hold `spec` (its job, named after its spec file): other tests grade
+    notebooks of the same student and name at the same time (pytest-xdist's other worker), and must not be hit."""
+    mine = set(processes_mentioning(str(out)))
+    return [pid for pid in processes_mentioning(spec) if pid in mine]
+
+
 def test_a_job_killed_from_outside_is_not_graded_and_the_next_run_grades_it(alice, tmp_path):
     subs = make_class(tmp_path / "subs", alice, ["alice"])
     out = tmp_path / "out"
     run = start(subs, out, "--workers", "1")
-    victim = wait_for(lambda: processes_mentioning(f"alice__{NB}.spec"), 600, "alice's job")
+    victim = wait_for(lambda: jobs_of(out, f"alice__{NB}.spec"), 600, "alice's job")
     os.kill(victim[0], signal.SIGKILL)  # as the kernel's out-of-memory killer would
     _, errors = run.communicate(timeout=600)
     assert run.returncode == 1, errors
@@ -102,7 +109,7 @@ def test_ctrl_c_ends_every_job_and_sandbox_and_the_next_run_resumes(alice, tmp_p
     out = tmp_path / "out"
     run = start(subs, out, "--workers", "1")
     wait_for(lambda: list((out / "results").glob("*/*.json")), 900, "the first graded submission")
-    wait_for(lambda: processes_mentioning(f"__{NB}.spec"), 300, "the next job")
+    wait_for(lambda: jobs_of(out, f"__{NB}.spec"), 300, "the next job")
     run.send_signal(signal.SIGINT)
     started = time.monotonic()
     _, errors = run.communicate(timeout=60)
