@@ -24,6 +24,14 @@ from grading.examples.classroom import submission as solved_submission
 
 NOTEBOOKS = ["01_tensor", ELEMENTWISE]
 OPTIONS = ["--cell-timeout", "20", "--notebook-timeout", "300"]
+# The red team's students graded on the cluster too: work of each kind, and every attack whose target is another on
+# a Dask worker than on this machine (the grader's files and processes, the network, the other students, the
+# worker's memory). tests/test_redteam.py grades the whole red team locally, as root and as an ordinary user.
+RED_TEAM_ON_DASK = {
+    *("alice", "bob", "carol", "erin", "kim", "vic"),  # good, none, one wrong rule, broken code, a flood, a cheat
+    *("axel", "bea", "cole", "dora", "fay", "gus", "hal", "iris"),  # on the grading machinery itself
+    *("fern", "gwen", "hugo", "ivan", "kate", "lena"),  # on the other students and the grader's own process
+}
 MARK = "TINYTORCH_DASK_WORKER_MARK"  # in the Dask workers' environment: the hostile submission looks for it
 HOSTILE = """
 import glob as _glob, os as _os, socket as _socket
@@ -260,15 +268,19 @@ def test_a_worker_killed_mid_run_loses_no_grade_and_counts_none_twice(small_clas
 
 @pytest.mark.slow
 def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_each(kit, graded_demo, tmp_path):
-    """The whole demo class (every notebook, solved and as released, and carol's one wrong rule) and the red team's
-    class graded on the cluster, a busy worker killed in each run (and a new one joins). The demo must give the bytes
-    of the same class graded locally with the same course secret (`graded_demo`, shared with other tests); the red
-    team's every score must be the one `compare` expects (exact, as tests/test_redteam.py checks it locally)."""
+    """The whole demo class (every notebook, solved and as released, and carol's one wrong rule) and the red team
+    (RED_TEAM_ON_DASK) graded on the cluster, a busy worker killed in each run (and a new one joins). The demo must
+    give the bytes of the same class graded locally with the same course secret (`graded_demo`, shared with other
+    tests); each red-team score must be the one `compare` expects (exact, as tests/test_redteam.py checks locally)."""
     from grading.examples.classroom import compare
     from grading.examples.classroom import make_class as make_red_team
     from grading.grade.autograde import Row
 
     expected = make_red_team(kit, tmp_path / "red-team", grades=tmp_path / "red-team-dask")
+    assert RED_TEAM_ON_DASK <= set(expected), "a student of RED_TEAM_ON_DASK left the red team"
+    for student in set(expected) - RED_TEAM_ON_DASK:
+        shutil.rmtree(tmp_path / "red-team" / student)
+        del expected[student]
     cluster = Cluster(tmp_path / "dask")
     runs = {
         "demo": (graded_demo["submissions"], ["--secret-file", str(graded_demo["secret"])]),
