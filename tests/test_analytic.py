@@ -237,7 +237,7 @@ def test_a_function_that_returns_a_gradient_is_judged_as_a_rule_is():
     visible test's numerical_grad line, copied into the exercise, is refused, and the reference itself is not."""
     import pytest
 
-    from grading.grade.verdict import EXACT_FUNCTIONS, refuse_numerical_rule
+    from grading.grade.stand_ins import EXACT_FUNCTIONS, refuse_numerical_rule
     from tinytorch.core.embedding import tied_weight_grad
     from tinytorch.core.gradcheck import numerical_grad
 

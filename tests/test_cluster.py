@@ -274,7 +274,7 @@ def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_
     tests); each red-team score must be the one `compare` expects (exact, as tests/test_redteam.py checks locally)."""
     from grading.examples.classroom import compare
     from grading.examples.classroom import make_class as make_red_team
-    from grading.grade.autograde import Row
+    from grading.grade.gradebook import Row
 
     expected = make_red_team(kit, tmp_path / "red-team", grades=tmp_path / "red-team-dask")
     assert RED_TEAM_ON_DASK <= set(expected), "a student of RED_TEAM_ON_DASK left the red team"
