@@ -28,11 +28,11 @@ def plain_environment():
     return {**keep, "PATH": "/usr/bin:/bin"}
 
 
-def grade(python, submissions, out, *options):
+def grade(python, submissions, out, *options, env=None):
     return subprocess.run(
         [str(python), "-m", "grading", "autograde", str(submissions), "--out", str(out), *options],
         cwd=REPO,
-        env=plain_environment(),
+        env={**plain_environment(), **(env or {})},
         capture_output=True,
         text=True,
         timeout=1200,
@@ -103,3 +103,16 @@ def test_an_environment_that_cannot_grade_the_reference_grades_nobody(notebooks,
     assert result.returncode == 2
     assert "the grading environment is broken" in result.stderr and NB in result.stderr
     assert not (tmp_path / "out" / "grades.csv").exists(), "nobody is graded"
+
+
+def test_a_reference_check_passed_for_one_output_folder_counts_for_the_next(notebooks, tmp_path):
+    "The instructor who grades each week into a new folder has the reference graded once, not every week."
+    alice, _ = notebooks
+    write_submission(tmp_path / "subs", "alice", alice)
+    cache = {"TINYTORCH_GRADING_CACHE": str(tmp_path / "cache")}
+    first = grade(sys.executable, tmp_path / "subs", tmp_path / "week1", env=cache)
+    second = grade(sys.executable, tmp_path / "subs", tmp_path / "week2", env=cache)
+    assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
+    assert "checking the grading environment" in first.stdout + first.stderr
+    assert "checking the grading environment" not in second.stdout + second.stderr
+    assert table(tmp_path / "week1") == table(tmp_path / "week2")

@@ -1,7 +1,8 @@
 """The reference check: the instructor's own solution must earn full marks here, or nobody is graded.
 
 It runs before any student's job, in the same sandbox and with the same limits; a pass is remembered for this
-environment (OUT/.grading/reference-check.json) until the Python, its packages or the limits change.
+environment (OUT/.grading/reference-check.json, and the grading cache's reference-checks.json for every other output
+folder) until the course's notebooks, the Python, its packages or the limits change.
 """
 
 import json
@@ -9,6 +10,7 @@ import os
 import sys
 import threading
 
+from ..authoring.course import cache_root, private_folder
 from ..common.answers import solved
 from ..common.errors import GradingError
 from ..common.notebooks import (
@@ -31,10 +33,9 @@ def check_reference(run, runner, assignments, log):
     limits as the students'. Anything short of full marks and a clean note is a fault of the grading environment
     (a Python without the course's packages, a sandbox that cannot see them, limits too small): raise GradingError,
     grading nobody. A pass is remembered for this environment (OUT/.grading/reference-check.json)."""
-    record_path = run.state / "reference-check.json"
-    record = load_result(record_path) or {}
-    key = environment_key(run, runner)
-    unchecked = [a for a in assignments if record.get(a) != key + run.held_out_digest(a)]
+    record_path, key = run.state / "reference-check.json", environment_key(run, runner)
+    record, passed = load_result(record_path) or {}, CheckedElsewhere(run, key)
+    unchecked = [a for a in assignments if record.get(a) != key + run.held_out_digest(a) and not passed.has(a)]
     if not unchecked:
         return
     log(f"checking the grading environment: grading the reference solution of {len(unchecked)} notebook(s) first")
@@ -74,6 +75,7 @@ def check_reference(run, runner, assignments, log):
             else:
                 record[assignment] = key + run.held_out_digest(assignment)
                 write_atomic(record_path, json.dumps(record, indent=1))
+                passed.add(assignment)
 
     runner.map(check, unchecked)
     if failures:
@@ -85,6 +87,39 @@ def check_reference(run, runner, assignments, log):
             "itself fails it; docs/design.md, 'Where it runs', lists what grading needs"
             + held_out_hint(run, [f.split(":")[0] for f in failures])
         )
+
+
+class CheckedElsewhere:
+    """The reference checks passed by earlier runs into other output folders, kept in the grading cache (the folder
+    of made courses, grading.authoring.course.cache_root; none when it is turned off): a check counts for the same
+    course (every notebook's bytes), environment and held-out digits."""
+
+    KEEP = 2000  # entries: the file stays small, the oldest go first
+
+    def __init__(self, run, key):
+        folder = cache_root()
+        folder = private_folder(folder) if folder is not None else None
+        self.path = folder / "reference-checks.json" if folder is not None else None
+        self.course = (run.state / "prepared").read_text() if (run.state / "prepared").exists() else ""
+        self.entry = lambda a: digest("\0".join([self.course, key, a, run.held_out_digest(a)]))
+        self.passed = self.read() if self.course else set()
+
+    def read(self):
+        found = load_result(self.path) if self.path is not None else None
+        return {str(e) for e in found} if isinstance(found, list) else set()
+
+    def has(self, assignment):
+        return self.entry(assignment) in self.passed
+
+    def add(self, assignment):
+        "Remember a pass (with what other runs added meanwhile; one lost to a run writing at once is checked again)."
+        if self.path is None or not self.course:
+            return
+        kept = [e for e in (load_result(self.path) or []) if isinstance(e, str) and e != self.entry(assignment)]
+        try:
+            write_atomic(self.path, json.dumps([*kept[-self.KEEP + 1 :], self.entry(assignment)]))
+        except OSError:
+            pass  # a full disk or a removed cache: the next run checks again
 
 
 def held_out_hint(run, failed):
