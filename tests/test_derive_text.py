@@ -271,6 +271,16 @@ STATED = {
         "1/(1 - p)",
         "\\frac{1}{1 - p}",
     ],
+    # 19: the text derives each view's strides in words; the code, and im2col's four strides, are the student's
+    "19_strides": [
+        "block *= n",
+        "strides.append(0)",
+        "[0] * extra",
+        "s_h * stride",
+        "\\cdot \\text{stride}, s_W",
+        "view.strides[a] for a in axes",
+        "n != 1 and s != block",
+    ],
 }
 
 

@@ -1656,6 +1656,68 @@ ALTERNATIVES = [
     ),
 ]
 
+# 19_strides: two mutants of each of three rules, one of each in the student-bug study, and two correct alternatives
+STRIDES_ROW_MAJOR = (
+    "for n in reversed(tuple(shape)):\n        strides.append(block)\n        block *= n\n"
+    "    return tuple(reversed(strides))"
+)
+STRIDES_BUGS = [
+    (
+        "19_strides",
+        "strides_for",
+        "each axis's own size counted in its stride (strides (24, 12, 4) for (2, 3, 4))",
+        "strides.append(block)\n        block *= n",
+        "block *= n\n        strides.append(block)",
+    ),
+    (
+        "19_strides",
+        "broadcast_to",
+        "the view's offset dropped",
+        'has {n} entries")\n    return StridedArray(view.buffer, shape, strides, view.offset)',
+        'has {n} entries")\n    return StridedArray(view.buffer, shape, strides)',
+    ),
+    ("19_strides", "reshape", "always a copy, a contiguous view too", "if is_contiguous(view):", "if False:"),
+]
+STUDENT_BUGS += STRIDES_BUGS
+MUTANTS += [
+    (
+        "19_strides",
+        "strides_for",
+        "column-major strides (the first index moves fastest)",
+        STRIDES_ROW_MAJOR,
+        "for n in tuple(shape):\n        strides.append(block)\n        block *= n\n    return tuple(strides)",
+    ),
+    (
+        "19_strides",
+        "broadcast_to",
+        "a stretched axis of size 1 keeps its stride",
+        "elif n == 1:\n            strides.append(0)",
+        "elif n == 1:\n            strides.append(s)",
+    ),
+    (
+        "19_strides",
+        "reshape",
+        "always a view with row-major strides (a transpose read in its old order)",
+        "if is_contiguous(view):",
+        "if True:",
+    ),
+] + STRIDES_BUGS
+ALTERNATIVES += [
+    (
+        "19_strides",
+        "strides_for as products of the sizes after each axis, with NumPy",
+        "strides, block = [], 1\n    " + STRIDES_ROW_MAJOR,
+        "shape = tuple(shape)\n    return tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))",
+    ),
+    (
+        "19_strides",
+        "reshape's copy gathered element by element with element_offset",
+        "return StridedArray(to_numpy(view).reshape(-1), shape, strides_for(shape))",
+        "values = [view.buffer[element_offset(view, index)] for index in np.ndindex(*view.shape)]\n"
+        "    return StridedArray(np.array(values, dtype=view.buffer.dtype), shape, strides_for(shape))",
+    ),
+]
+
 
 # Mutants that must lose points in their own tests only: one helper's bug must not cost the rest of its notebook.
 ONLY_OWN_TESTS = [("11_training", "argmax over the wrong axis (axis 0, the batch)")]
