@@ -1,7 +1,7 @@
 """Notebook 16's given code (the split the grader holds out from, the size bound of a capstone model, the deformation
 of the held-out images, the Reshape that lets a CNN in), that the bars rank designs (a one-layer softmax and a lookup
-of the training images stay under them), and that a capstone cannot train on the grader's held-out images while it
-is graded."""
+of the training images stay under them), that a capstone cannot train on the grader's held-out images while it is
+graded, and the leaderboard of the instructor's run."""
 
 import json
 
@@ -11,6 +11,7 @@ import tinytorch.core.capstone as capstone
 from conftest import REPO, run_cli
 from grading.common.answers import solved
 from grading.common.notebooks import read_notebook, write_notebook
+from grading.reports import leaderboard
 from tinytorch.core.capstone import (
     HELD_OUT_BARS,
     MAX_PARAMETERS,
@@ -187,7 +188,7 @@ def test_a_capstone_that_trains_on_the_held_out_images_hides_its_size_or_memoris
     """While it is graded, the student's code runs with a package that holds no data (grading.grade.job.build_package): it
     gets the digits only as the arrays it is passed, so it cannot train on the images it is measured on. Its model's
     numbers are counted wherever they are held (ARRAYS_PAST_THE_BOUND). A lookup of the training images is measured
-    and scores under the bars."""
+    and scores under the bars. The leaderboard of the run ranks the measured models, the others last."""
     source = read_notebook(REPO / "notebooks" / "16_capstone.ipynb")
     released = read_notebook(kit / "16_capstone" / "16_capstone.ipynb")
     old, new = TRAINS_ON_EVERY_DIGIT
@@ -215,3 +216,13 @@ def test_a_capstone_that_trains_on_the_held_out_images_hides_its_size_or_memoris
     assert "the arrays it is passed" in tests["cheat"]["capstone_held_out"]["message"], tests["cheat"]
     assert "the model holds 300010 numbers" in tests["arrays"]["capstone_held_out"]["message"], tests["arrays"]
     assert "held-out accuracy 0." in tests["lookup"]["capstone_held_out"]["message"], tests["lookup"]
+
+    ranked = leaderboard.write(tmp_path / "grades")
+    assert [row[0] for row in ranked[:2]] == ["honest", "lookup"] and {r[0] for r in ranked[2:]} == {"cheat", "arrays"}
+    (_, best, size, score, most, _), lookup = ranked[0], ranked[1]
+    assert best >= HELD_OUT_BARS[1] and size == 19210 and score == most, ranked[0]
+    assert lookup[1] < HELD_OUT_BARS[0] and lookup[2] <= MAX_PARAMETERS, lookup
+    assert all(row[1] is None and row[5] for row in ranked[2:]), ranked
+    table = (tmp_path / "grades" / leaderboard.TABLE).read_text()
+    assert f"| 1 | honest | {best:.3f} | 19,210 |" in table and "| – | arrays | not measured: " in table, table
+    assert (tmp_path / "grades" / leaderboard.PICTURE).read_bytes().startswith(b"\x89PNG")
