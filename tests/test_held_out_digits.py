@@ -1,7 +1,7 @@
 """The instructor's own held-out digits for the capstone (`autograde --held-out-digits FILE.npz`, grading.grade.heldout):
-a bad file is refused before anything is graded; with a good one the capstone is measured on it, so a submission that
-carries the shipped digits and memorised them (the held-out images among them) loses its advantage; the file never
-reaches a sandbox."""
+a bad file is refused before anything is graded; with a good one the capstone is measured on it (deformed, as the
+split of the shipped digits is), so the held-out images are in no copy of the course; the file never reaches a
+sandbox."""
 
 import json
 import os
@@ -139,8 +139,8 @@ def test_the_gradescope_zip_holds_the_held_out_digits_when_given(tmp_path):
 
 # A student who pastes every shipped digit (the grader's held-out images among them) into the notebook, 16 levels a
 # pixel as one character each, and fits a model that reproduces all 1,797 labels exactly: random ReLU features, as
-# many as there are images, and a least-squares output layer (134,785 numbers, under MAX_PARAMETERS). It ignores the
-# arrays it is given. On the images it memorised it is perfect; on others it is poor (an interpolating fit).
+# many as there are images, and a least-squares output layer (134,785 numbers: under the bound of 200,000 it had when
+# it scored 6 of 6 without the instructor's file; over the bound of 20,000 now). It ignores the arrays it is given.
 EMBEDDER = '''#| export
 SHIPPED = """
 {rows}
@@ -204,39 +204,33 @@ def capstone_submission(kit, code):
     return solved(released, source, edit=lambda grade_id, old: code if "def build_and_train" in old else old)
 
 
-def test_the_capstone_is_measured_on_the_instructors_digits_so_pasting_the_shipped_ones_gains_nothing(kit, tmp_path):
-    """Without the file, a notebook that carries the shipped digits and memorised them gets full marks (the known
-    limit: the held-out images are among them). With a file of digits that are not in the kit, the same notebook is
-    measured on those, like everybody (the reference solution passes on them: the reference check), and fails; a
-    notebook that hunts for the file in its sandbox finds nothing; the gradebook records the file's hash."""
+def test_the_capstone_is_measured_on_the_instructors_digits_which_no_sandbox_can_find(kit, tmp_path):
+    """With a file of digits that are not in the kit, the capstone is measured on those, deformed as the split would be:
+    the reference solution passes on them (as the reference check found), a notebook that hunts for the file in its
+    sandbox finds nothing and is measured on them like everybody; the gradebook records the file's hash, a second run
+    keeps both, and a Dask cluster gives the same scores."""
     from test_capstone import grade
-
-    write_notebook(
-        capstone_submission(kit, EMBEDDER.format(rows=embedded_rows())),
-        tmp_path / "submissions" / "embedder" / "16_capstone" / "16_capstone.ipynb",
-    )
-    (tmp_path / "secret").write_text("held-out-digits-test-secret-0123456789\n")
-    book, _ = grade(tmp_path, "--feedback", "none")
-    tests = book["embedder"]["16_capstone"]["tests"]
-    assert all(tests[name]["score"] == tests[name]["max_score"] > 0 for name in HELD_OUT), tests
-    assert "held_out_digits" not in book["embedder"]["16_capstone"]
 
     images, labels = noisy_copies()
     (tmp_path / "private").mkdir()  # kept outside the repository and the grading folder, as an instructor would
     private = save(tmp_path / "private" / "digits.npz", X=images, y=labels)
     size = private.stat().st_size
+    source = read_notebook(REPO / "notebooks" / "16_capstone.ipynb")
+    honest = solved(read_notebook(kit / "16_capstone" / "16_capstone.ipynb"), source)
+    write_notebook(honest, tmp_path / "submissions" / "honest" / "16_capstone" / "16_capstone.ipynb")
     write_notebook(
         capstone_submission(kit, HUNTER.format(size=size)),
         tmp_path / "submissions" / "hunter" / "16_capstone" / "16_capstone.ipynb",
     )
+    (tmp_path / "secret").write_text("held-out-digits-test-secret-0123456789\n")
     book, log = grade(tmp_path, "--held-out-digits", private)
     digest = heldout.read(private).digest
     assert f"held-out digits: {private} (600 images, sha256 {digest}): 16_capstone measured on them" in log, log
-    embedder, hunter = book["embedder"]["16_capstone"], book["hunter"]["16_capstone"]
-    assert all(embedder["tests"][name]["score"] == 0 for name in HELD_OUT), embedder
-    assert "on your instructor's own digits" in embedder["tests"]["capstone_held_out"]["message"], embedder
+    honest, hunter = book["honest"]["16_capstone"], book["hunter"]["16_capstone"]
+    assert all(honest["tests"][name]["score"] == honest["tests"][name]["max_score"] > 0 for name in HELD_OUT), honest
     assert all(hunter["tests"][name]["score"] == 0 for name in HELD_OUT), hunter
-    assert embedder["held_out_digits"] == hunter["held_out_digits"] == digest
+    assert "on your instructor's own digits" in hunter["tests"]["capstone_held_out"]["message"], hunter
+    assert honest["held_out_digits"] == hunter["held_out_digits"] == digest
     page = (tmp_path / "grades" / "feedback" / "hunter" / "16_capstone.html").read_text()
     printed = re.search(r"hunter looked at (\d+) files and found \[\]", page)  # its output, not its source
     assert printed and int(printed.group(1)) > 1000, "the hunter searched its whole sandbox and found no digits"
@@ -251,7 +245,7 @@ def test_the_capstone_is_measured_on_the_instructors_digits_so_pasting_the_shipp
     result = run_cli("autograde", tmp_path / "submissions", "--out", tmp_path / "grades-dask", *options)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr + result.stdout
     clustered = json.loads((tmp_path / "grades-dask" / "gradebook.json").read_text())
-    for student in ("embedder", "hunter"):
+    for student in ("honest", "hunter"):
         here, there = book[student]["16_capstone"], clustered[student]["16_capstone"]
         assert {t: r["score"] for t, r in there["tests"].items()} == {t: r["score"] for t, r in here["tests"].items()}
         assert there["held_out_digits"] == digest, there
@@ -261,8 +255,7 @@ def test_the_capstone_is_measured_on_the_instructors_digits_so_pasting_the_shipp
 @AS_ROOT
 def test_gradescope_measures_the_capstone_on_the_digits_in_its_zip(kit, tmp_path, student_user_turn):
     """The zip made with --held-out-digits, run as Gradescope runs it (the students' code as `nobody`): the reference
-    solution passes on the instructor's digits, the notebook that memorised the shipped ones does not (without the
-    file it gets every point: checked by building the zip without it)."""
+    solution passes on the instructor's digits, the notebook that memorised the shipped ones does not."""
     from test_gradescope import gradescope_root, run_autograder, submit
 
     images, labels = noisy_copies()

@@ -1,11 +1,13 @@
 """The instructor's own held-out digits for the capstone: `autograde ... --held-out-digits FILE.npz`.
 
 The capstone's hidden tests (notebook 16) split the 1,797 digits the kit ships, give the student's `build_and_train`
-the training and validation parts and measure the model on the rest. Those images are in the kit, so a student who
-pastes all of them into the notebook trains on the images the grader measures with. The only defence is images
-that are not in the repository: the instructor keeps a file of digits of their own and passes it to autograde. The
-hidden test then measures the returned model on those images instead (`held_out_digits()` below); the student's
-function still gets the same training and validation parts of the shipped digits, so nothing else changes.
+the training and validation parts and measure the model on the rest, each image moved and noised with the student's
+variant (`deformed`), under a bound on the model's numbers that a copy of the training images does not fit. An
+instructor who wants images that were never in the repository at all keeps a file of digits of their own and passes
+it to autograde. The hidden test then measures the returned model on those images instead, deformed the same way
+(`held_out_digits()` below); the student's function still gets the same training and validation parts of the
+shipped digits, so nothing else changes. What the hidden test measured (`record`) goes into the submission's result,
+for the leaderboard (grading.reports.leaderboard).
 
 The file is an `.npz` (`np.savez(path, X=images, y=labels)`) in load_digits' format: X of shape (n, 64), one row of
 8x8 pixels per image, values in [0, 1] (load_digits' 0-16 divided by 16), and integer labels y (n,) in 0-9, at least
@@ -39,6 +41,7 @@ FORMAT = f"np.savez(FILE, X=images, y=labels) with images (n, {PIXELS}) in [0, 1
 
 _path = ""  # the file of the submission being graded (set by the verdict), or "" (the shipped digits' split)
 _cache = {}
+_measured = {}  # what the capstone's hidden test measured of the submission being graded, for the leaderboard
 
 
 @dataclass(frozen=True)
@@ -143,10 +146,24 @@ def write_copy(held_out: HeldOut, folder: Path) -> str:
 # -- In the grading job: what the hidden test reads ----------------------------------------------------------------
 
 
-def use(path: str) -> None:
-    "The file the hidden tests of this submission measure with ('' or None: none). Called by the verdict."
+def use(path: str | None) -> None:
+    """The file the hidden tests of this submission measure with ('' or None: none). Called by the verdict: with the
+    spec's path ('' included) as a submission starts, which forgets what the last one measured, and with None as it
+    ends, which keeps what this one measured until its result is written (measured())."""
     global _path
     _path = path or ""
+    if path is not None:
+        _measured.clear()
+
+
+def record(accuracy: float, parameters: int) -> None:
+    "What the capstone's hidden test measured: the held-out accuracy and the model's numbers (for the leaderboard)."
+    _measured.update(accuracy=round(float(accuracy), 4), parameters=int(parameters))
+
+
+def measured() -> dict:
+    "{'accuracy', 'parameters'} as record() got them for the submission being graded; {} when nothing was measured."
+    return dict(_measured)
 
 
 def held_out_digits():

@@ -28,6 +28,7 @@ import nbformat
 from ..common.answers import restored_notebook
 from ..common.errors import GraderFault, GradingError
 from ..common.notebooks import nbgrader_meta, read_notebook, write_atomic, write_notebook
+from . import heldout
 from .clock import Budget, Stopwatch, process_age
 from .limits import die_with_parent
 from .spec import FAULT, Spec, manual_note, manual_points, test_cells
@@ -215,6 +216,7 @@ def score(spec, tests, verdicts, notes, hidden=(), hours=None):
         "variant": spec.variant,
         "feedback": spec.feedback_policy,
         "hours_spent": hours,
+        **({"measured": heldout.measured()} if heldout.measured() else {}),  # the capstone's (grading.grade.heldout)
     }
 
 
