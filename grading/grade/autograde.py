@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..authoring.convention import manual_answers
@@ -37,6 +38,7 @@ from ..common.notebooks import (
 from ..reports import marking
 from ..reports.feedback import POLICIES
 from ..reports.late import (
+    Late,
     Policy,
     assess,
     check_names,
@@ -291,75 +293,13 @@ def _autograde(run, found, problems, workers, progress, log):
     earlier = earlier_results(out, found, problems, log)
     late.update(earlier_late(out, earlier))
     done.update({key: refeedback(out, result, run.policies.feedback) for key, result in earlier.items()})
-    results_lock = threading.Lock()
     answers = {stem: manual_answers(nb) for stem, nb in instructor.items()}
     marked = marking.read_marks(out, log)  # the marks made in formgrader since the last run
-
-    published = [0.0]
-
-    def publish(every=0.0):
-        "Write the table and the gradebook from every result so far; not again within `every` seconds."
-        with results_lock:
-            if time.monotonic() - published[0] < every:
-                return None
-            published[0] = time.monotonic()
-            results = [done[k] for k in sorted(done)]
-            rows = apply_late(rows_of(results, problems, answers, marked), late)
-            write_gradebook(results, problems, out / "gradebook.json", answers, late, marked)
-            write_table(rows, out / "grades.csv")
-        return rows
-
+    book = Publisher(out, problems, answers, marked, late, done)
     if todo:
-        runner = make_runner(run, workers, log)
-        run.scratch = make_scratch(state, run.student_user)
-        run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
-        if run.policies.held_out:  # read by the jobs here; a cluster's task carries its bytes (grading.grade.cluster)
-            run.held_out_file = heldout.write_copy(run.policies.held_out, run.jobs)
-        try:
-            assignments = sorted({a for _, a, _, _, _ in todo})
-            check_reference(run, runner, assignments, log)
-            publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
-            mark_unfinished(state, todo, done)  # export-grades refuses the table until a run grades the rest
-
-            def grade(item):
-                student, assignment, path, fingerprint, previous = item
-                spec = run.spec(
-                    student,
-                    assignment,
-                    path,
-                    fingerprint,
-                    run.jobs / f"{student}__{assignment}.json",
-                    feedback_path(out, student, assignment),
-                    page_path(out, student, assignment),
-                )
-                result, failure = runner.run(spec, run.jobs / f"{student}__{assignment}.spec.json")
-                if failure is not None:
-                    result = failed_result(spec, tests[assignment], failure)
-                elif previous is not None:
-                    result = merge(previous, result, tests[assignment])
-                    log(
-                        f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
-                        "other tests kept their scores"
-                    )
-                write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
-                with results_lock:
-                    done[(student, assignment)] = result
-                publish(every=PUBLISH_EVERY)  # rewriting the whole gradebook after every job would grow as n²
-
-            runner.map(grade, todo, progress)
-        except KeyboardInterrupt:
-            publish()
-            left = mark_unfinished(state, todo, done)
-            log(
-                f"stopped: every job and its sandbox ended; {len(done)} graded and kept, {left} left: run again to resume"
-            )
-            raise
-        finally:
-            runner.close()
-            shutil.rmtree(run.scratch, ignore_errors=True)
-            shutil.rmtree(run.jobs, ignore_errors=True)
+        grade_all(run, todo, tests, book, workers=workers, progress=progress, log=log)
     (state / UNFINISHED).unlink(missing_ok=True)  # every submission found is graded (or failed, and says so)
-    rows = publish()
+    rows = book.publish()
     if rows:
         plot_distribution(rows, out / "distribution.png")
     if done:
@@ -368,6 +308,93 @@ def _autograde(run, found, problems, workers, progress, log):
     if any(answers.values()) and found:
         marking.update(out, state, run.notebooks, instructor, found, done, log)
     return rows
+
+
+@dataclass
+class Publisher:
+    """Writes the table and the gradebook from every result so far (`done`), which the jobs' threads add to."""
+
+    out: Path
+    problems: list[Row]  # the entries that cannot be graded (find_submissions)
+    answers: dict[str, dict[str, float]]  # {assignment: {written answer: points}}, marked by hand
+    marked: dict[tuple[str, str], marking.Marks]  # their marks so far (grading.reports.marking.read_marks)
+    late: dict[tuple[str, str], Late]  # {(student, assignment): what the late policy found}
+    done: dict[tuple[str, str], dict]  # {(student, assignment): result}
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    published: float = 0.0  # when the files were last written (time.monotonic)
+
+    def add(self, key, result):
+        with self.lock:
+            self.done[key] = result
+
+    def publish(self, every=0.0):
+        "Write the table and the gradebook from every result so far; not again within `every` seconds."
+        with self.lock:
+            if time.monotonic() - self.published < every:
+                return None
+            self.published = time.monotonic()
+            results = [self.done[k] for k in sorted(self.done)]
+            rows = apply_late(rows_of(results, self.problems, self.answers, self.marked), self.late)
+            write_gradebook(results, self.problems, self.out / "gradebook.json", self.answers, self.late, self.marked)
+            write_table(rows, self.out / "grades.csv")
+        return rows
+
+
+def grade_all(run, todo, tests, book, *, workers, progress, log):
+    """Check the reference, then grade what `todo` lists (plan_run), `workers` at a time, publishing as jobs end. A
+    run stopped by the user keeps what it graded and says how many are left."""
+    state = run.state
+    runner = make_runner(run, workers, log)
+    run.scratch = make_scratch(state, run.student_user)
+    run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
+    if run.policies.held_out:  # read by the jobs here; a cluster's task carries its bytes (grading.grade.cluster)
+        run.held_out_file = heldout.write_copy(run.policies.held_out, run.jobs)
+    try:
+        assignments = sorted({a for _, a, _, _, _ in todo})
+        check_reference(run, runner, assignments, log)
+        book.publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
+        mark_unfinished(state, todo, book.done)  # export-grades refuses the table until a run grades the rest
+        runner.map(
+            lambda item: grade_one(item, run=run, runner=runner, tests=tests, book=book, log=log), todo, progress
+        )
+    except KeyboardInterrupt:
+        book.publish()
+        left = mark_unfinished(state, todo, book.done)
+        log(
+            f"stopped: every job and its sandbox ended; {len(book.done)} graded and kept, {left} left: run again to resume"
+        )
+        raise
+    finally:
+        runner.close()
+        shutil.rmtree(run.scratch, ignore_errors=True)
+        shutil.rmtree(run.jobs, ignore_errors=True)
+
+
+def grade_one(item, *, run, runner, tests, book, log):
+    "Grade one submission of `todo` in a job of its own; keep its result (merged with the previous one) and publish."
+    student, assignment, path, fingerprint, previous = item
+    out = run.out
+    spec = run.spec(
+        student,
+        assignment,
+        path,
+        fingerprint,
+        result=run.jobs / f"{student}__{assignment}.json",
+        feedback=feedback_path(out, student, assignment),
+        page=page_path(out, student, assignment),
+    )
+    result, failure = runner.run(spec, run.jobs / f"{student}__{assignment}.spec.json")
+    if failure is not None:
+        result = failed_result(spec, tests[assignment], failure)
+    elif previous is not None:
+        result = merge(previous, result, tests[assignment])
+        log(
+            f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
+            "other tests kept their scores"
+        )
+    write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
+    book.add((student, assignment), result)
+    book.publish(every=PUBLISH_EVERY)  # rewriting the whole gradebook after every job would grow as n²
 
 
 PUBLISH_EVERY = 2.0  # seconds: how current grades.csv and gradebook.json are kept while a run goes on

@@ -93,7 +93,6 @@ def isolation_of(spec):
 def grade(spec):
     from ..reports.page import ran_notebook
     from ..sandbox import sandbox
-    from .verdict import grade_cells
 
     sandbox.use_student_user(spec.student_user if not spec.sandboxed else None)
     instructor = read_notebook(spec.instructor)
@@ -106,31 +105,9 @@ def grade(spec):
     stopwatch = Stopwatch()
     stopwatch.add("start", process_age())  # Python and the grader's imports
     try:
-        package = workdir / "env"
         restored = restored_notebook(instructor, submitted, released)
-        with stopwatch("package"):
-            build_package(spec, restored, package)
-        (workdir / "runner").mkdir()
-        if spec.student_user and not spec.sandboxed:
-            os.umask(0o022)  # the worker's files that grade_cells copies in are readable too
-            open_to_student_user(workdir)
-        with stopwatch("verdict"):
-            verdicts, note, ran = grade_cells(
-                instructor,
-                restored,
-                spec,
-                package,
-                Path(spec.reference),
-                workdir / "runner",
-                spec.sandboxed,
-                budget,
-                stopwatch,
-            )
-        hidden = {
-            nbgrader_meta(c)["grade_id"]
-            for c in instructor.cells
-            if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
-        }
+        verdicts, note, ran = run_verdict(spec, instructor, restored, workdir, budget, stopwatch)
+        hidden = hidden_tests(instructor)
         read = [broken_cells_note(submitted), missing_exercises_note(submitted, released)]  # read above, never run
         note = "; ".join(n for n in [*read, note] if n)
         hours = reported_hours(submitted)  # read as text, never run (grading.grade.timespent)
@@ -159,6 +136,41 @@ def grade(spec):
     write_atomic(spec.result, json.dumps(result, indent=1))
     record_times(spec, stopwatch)
     return result
+
+
+def run_verdict(spec, instructor, restored, workdir, budget, stopwatch):
+    """The student's package built in `workdir`, then the verdict (grading.grade.verdict.grade_cells): ({test id:
+    (passed, message)}, note, {cell id: its outputs for the page})."""
+    from .verdict import grade_cells
+
+    package = workdir / "env"
+    with stopwatch("package"):
+        build_package(spec, restored, package)
+    (workdir / "runner").mkdir()
+    if spec.student_user and not spec.sandboxed:
+        os.umask(0o022)  # the worker's files that grade_cells copies in are readable too
+        open_to_student_user(workdir)
+    with stopwatch("verdict"):
+        return grade_cells(
+            instructor,
+            restored,
+            spec,
+            package=package,
+            reference=Path(spec.reference),
+            runner=workdir / "runner",
+            sandboxed=spec.sandboxed,
+            budget=budget,
+            stopwatch=stopwatch,
+        )
+
+
+def hidden_tests(instructor):
+    "The ids of the instructor's test cells that hold hidden tests."
+    return {
+        nbgrader_meta(c)["grade_id"]
+        for c in instructor.cells
+        if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
+    }
 
 
 TIMINGS = "TINYTORCH_TIMINGS"  # a file: each job appends where its time went (benchmarks/run.py grading sets it)

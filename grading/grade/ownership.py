@@ -154,7 +154,7 @@ def may_change(qualname, named, number_of):
     return set(object_paths(changeable(qualname, named), number_of))
 
 
-def check_changes(qualname, named, table, number_of, first_worker_number, allowed=None, objects=None):
+def check_changes(qualname, named, table, number_of, first_worker_number, *, allowed=None, objects=None):
     """The object table of a reply, less the changes this call may not make; raises ValueError, naming the argument,
     when the call changed an array it was not allowed to change. `allowed`: may_change() taken when the call began
     (taken now if not given). `objects`: {wire number: the grader's object}, for KEEPS."""

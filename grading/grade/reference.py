@@ -57,9 +57,9 @@ def check_reference(run, runner, assignments, log):
             assignment,
             path,
             fingerprint,
-            run.jobs / f"{REFERENCE}__{assignment}.json",
-            folder / "feedback" / f"{assignment}.html",
-            folder / "page" / f"{assignment}.html",
+            result=run.jobs / f"{REFERENCE}__{assignment}.json",
+            feedback=folder / "feedback" / f"{assignment}.html",
+            page=folder / "page" / f"{assignment}.html",
         )
         result, failure = runner.run(spec, run.jobs / f"{REFERENCE}__{assignment}.spec.json")
         with lock:

@@ -64,7 +64,7 @@ class Run:
         held_out = self.policies.held_out
         return held_out.digest if held_out and heldout.uses(self.instructor[assignment]) else ""
 
-    def spec(self, student, assignment, path, fingerprint, result, feedback, page):
+    def spec(self, student, assignment, path, fingerprint, *, result, feedback, page):
         "The job of grading one notebook (grading.grade.job.Spec)."
         modules, order = self.modules, list(self.notebooks)
         return Spec(
