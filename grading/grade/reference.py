@@ -4,29 +4,31 @@ It runs before any student's job, in the same sandbox and with the same limits; 
 environment (OUT/.grading/reference-check.json) until the Python, its packages or the limits change.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from ..common.answers import solved
 from ..common.errors import GradingError
-from ..common.notebooks import (
-    file_fingerprint,
-    read_notebook,
-    write_atomic,
-    write_notebook,
-)
+from ..common.notebooks import file_fingerprint, read_notebook, write_atomic, write_notebook
 from ..sandbox import sandbox
 from . import heldout
 from .regrade import GRADER_VERSION, held_out_part
 from .runner import load_result
 from .spec import digest
 
+if TYPE_CHECKING:
+    from .run import Log, Run
+    from .runner import Runner
+
 REFERENCE = "reference-solution"  # the reference check's student name (a job of its own, under OUT/.grading)
 
 
-def check_reference(run, runner, assignments, log):
+def check_reference(run: Run, runner: Runner, assignments: list[str], log: Log) -> None:
     """Grade the instructor's solution of every assignment about to be graded, in the same sandbox and with the same
     limits as the students'. Anything short of full marks and a clean note is a fault of the grading environment
     (a Python without the course's packages, a sandbox that cannot see them, limits too small): raise GradingError,
@@ -42,7 +44,7 @@ def check_reference(run, runner, assignments, log):
     folder = run.state / "reference-check"
     failures, lock = [], threading.Lock()
 
-    def check(assignment):
+    def check(assignment: str) -> None:
         path = folder / "submission" / assignment / f"{assignment}.ipynb"
         released = read_notebook(run.state / "master" / "release" / assignment / f"{assignment}.ipynb")
         write_notebook(solved(released, run.instructor[assignment]), path)
@@ -87,7 +89,7 @@ def check_reference(run, runner, assignments, log):
         )
 
 
-def held_out_hint(run, failed):
+def held_out_hint(run: Run, failed: list[str]) -> str:
     "What to check when a notebook measured on the instructor's held-out digits fails the reference check."
     if not any(run.held_out_digest(a) for a in failed):
         return ""
@@ -98,7 +100,7 @@ def held_out_hint(run, failed):
     )
 
 
-def environment_key(run, runner):
+def environment_key(run: Run, runner: Runner) -> str:
     "What the reference check's verdict depends on besides the notebooks: the Python, its packages, the limits."
     import site
 

@@ -95,15 +95,15 @@ class Worker:
         self.import_error, self.calls = header.get("error"), 0
         self.import_printed = header.get("printed")  # what the student's module printed when it was imported
 
-    def send(self, data):
+    def send(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self.to_child, view) :]
 
-    def receive(self, budget):
+    def receive(self, budget: Budget) -> tuple[dict, list[np.ndarray]]:
         "The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is spent."
 
-        def read(n):
+        def read(n: int) -> bytes:
             while not self.buffer:
                 ready, _, _ = select.select([self.from_child], [], [], budget.next_wait())
                 if not ready:
@@ -118,7 +118,7 @@ class Worker:
 
         return wire.unpack(read)
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.send(wire.pack({"op": "end"}, []))
         except OSError:
@@ -156,14 +156,14 @@ class Remote:
         self.import_printed = None  # what the first worker's import printed (the page shows it)
 
     @property
-    def worker(self):
+    def worker(self) -> Worker | None:
         return self.workers[self.hidden]
 
     @worker.setter
-    def worker(self, value):
+    def worker(self, value: Worker | None) -> None:
         self.workers[self.hidden] = value
 
-    def ensure_worker(self):
+    def ensure_worker(self) -> Worker:
         if self.worker is not None:
             return self.worker
         if self.restarts > RESTARTS:
@@ -182,7 +182,7 @@ class Remote:
             self.first_import, self.import_printed = self.worker.import_error, self.worker.import_printed
         return self.worker
 
-    def event(self, message):
+    def event(self, message: str) -> StudentError:
         """A crash or a hang: it fails the test it happened in, and the note names it once, unless it happened in a
         hidden test: the note is shown at once (Gradescope's output), and whether the code crashed or hung on a
         hidden input is a bit of it (red team round 6); the hidden test's own result says so where it is shown."""
@@ -190,12 +190,12 @@ class Remote:
             self.events.append(message)
         return StudentError(message)
 
-    def drop_worker(self):
+    def drop_worker(self) -> None:
         if self.worker is not None:
             self.worker.close()
             self.worker, self.restarts = None, self.restarts + 1
 
-    def close(self):
+    def close(self) -> None:
         for hidden, worker in self.workers.items():
             if worker is not None:
                 worker.close()
@@ -320,7 +320,7 @@ class Remote:
             error = StudentError(f"{qualname} sent back a malformed object table")
             raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None
 
-    def run_callback(self, session, reply, arrays):
+    def run_callback(self, session: wire.Session, reply: dict, arrays: list[np.ndarray]) -> bytes:
         "The worker asks to call one of the grader's functions (a test's lambda, say): run it here, on the data."
         try:
             values = session.receive(reply, arrays)
@@ -348,7 +348,7 @@ class Remote:
             )
 
 
-def request_too_big(args, kwargs):
+def request_too_big(args: Sequence[object], kwargs: dict[str, object]) -> str | None:
     """Why a callback's arguments are more than the grader will compute on (None when they are not): their size, or
     the size of their broadcast together (a (10000, 1) and a (1, 10000) array are 160 KB, and 800 MB added)."""
     arrays = []
@@ -371,7 +371,7 @@ def request_too_big(args, kwargs):
     return None
 
 
-def changed_inputs(session, reply, named):
+def changed_inputs(session: wire.Session, reply: dict, named: dict[str, object]) -> str | None:
     "What a read-only call changed of the grader's tensors and arrays (a rule must not), named: 'grad_output'."
     paths = None
     for entry in reply.get("objects", []):
@@ -384,7 +384,7 @@ def changed_inputs(session, reply, named):
     return None
 
 
-def resolve_trusted_class(module, qualname):
+def resolve_trusted_class(module: object, qualname: object) -> type:
     """The class `qualname` defined in the course's module `module` (a Tensor, a rule, a layer), which the grader makes
     objects of with its `__new__`. Only a class defined there: a path through the module's imports (`np._core…`)
     once reached NumPy's own types, one of which crashes the grader's process when made that way (red team round 4)."""
@@ -405,7 +405,7 @@ def resolve_trusted_class(module, qualname):
     return value
 
 
-def set_flags(module, values):
+def set_flags(module: ModuleType, values: object) -> None:
     """The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them. A flag
     keeps its type, and a string is never taken (it could carry anything); nor is a constant (a name in capitals:
     the reference rules and the grader's own messages read them, wire.flags)."""
@@ -417,7 +417,7 @@ def set_flags(module, values):
             setattr(module, name, value)
 
 
-def restore_flags(module, values):
+def restore_flags(module: ModuleType, values: dict[str, object]) -> None:
     "Put the module's flags back as `values` (wire.flags) has them: after a hidden cell, see grade_cells."
     for name, value in values.items():
         setattr(module, name, value)

@@ -23,8 +23,8 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING, Never
 
 import numpy as np
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from nbformat import NotebookNode
 
 
-def plan_cells(instructor_nb):
+def plan_cells(instructor_nb: NotebookNode) -> list[dict]:
     "The cells run here, in order: [{'id', 'kind', 'source'}]: the instructor's setup and test cells."
     cells = []
     for cell in instructor_nb.cells:
@@ -62,7 +62,7 @@ def plan_cells(instructor_nb):
     return cells
 
 
-def public_source(instructor_nb):
+def public_source(instructor_nb: NotebookNode) -> str:
     """The source of the instructor's code cells that every student's release holds as they are (given code, visible
     tests): a quote from them in a hidden test's message (padding='same' from 12's given conv_cases) tells nothing."""
     return "\n".join(
@@ -74,11 +74,18 @@ def public_source(instructor_nb):
     )
 
 
-def _alarm(signum, frame):
+def _alarm(signum: int, frame: FrameType | None) -> Never:
     raise CellTimeout()
 
 
-def run_cell(cell, namespace, timeout, hidden=False, shown=None, public=""):
+def run_cell(
+    cell: dict,
+    namespace: dict[str, object],
+    timeout: float,
+    hidden: bool = False,
+    shown: outputs.Shown | None = None,
+    public: str = "",
+) -> tuple[bool, str]:
     """Run one of the instructor's cells here; return (passed, message). `timeout` is in CPU seconds of this process:
     the time the student's calls take in the worker is theirs, limited there. `shown` (a grading.grade.outputs.Shown, or
     None) receives what the cell shows, for the feedback page. `public`: the source of the cells every student has
@@ -105,14 +112,14 @@ def run_cell(cell, namespace, timeout, hidden=False, shown=None, public=""):
         outputs.take_figures(shown)
 
 
-def failed(shown, name, message):
+def failed(shown: outputs.Shown | None, name: str, message: str) -> tuple[bool, str]:
     "(False, message), and the error on the cell's page (its message without the type's name in front)."
     if shown is not None:
         shown.error = (name, message.removeprefix(f"{name}: "))
     return False, message
 
 
-def trusted_modules(reference, earlier, graded):
+def trusted_modules(reference: Path | str, earlier: list[str], graded: str) -> ModuleType:
     "Import the instructor's reference package here: the earlier modules, then the graded one."
     for name in [m for m in list(sys.modules) if m == "tinytorch" or m.startswith("tinytorch.")]:
         del sys.modules[name]
@@ -320,7 +327,7 @@ def import_notes(remote: Remote, shown_cells: bool) -> list[str]:
     return notes
 
 
-def import_outputs(instructor_nb, remote):
+def import_outputs(instructor_nb: NotebookNode, remote: Remote) -> dict[str, list[NotebookNode]]:
     """{the first exported exercise cell's id: what importing the student's module printed, and its error}: the
     notebook shows these under the cell whose code printed them; the page under the first exercise."""
     first = next(
