@@ -21,26 +21,15 @@ LONG_MODULES = {
 }
 LONG_FUNCTIONS = {
     "grading/examples/classroom.py:make_class": 300,
-    "grading/grade/verdict.py:grade_pass": 101,
-    "grading/grade/autograde.py:_autograde": 92,
-    "grading/grade/remote.py:call": 75,
-    "grading/grade/job.py:grade": 69,
     "grading/lms/gradescope.py:build": 67,
     "grading/lms/lms.py:export_grades": 61,
 }
 MANY_POSITIONAL = {
-    "grading/grade/verdict.py:grade_pass": 11,
     "grading/sandbox/sandbox.py:start": 10,
-    "grading/grade/verdict.py:grade_cells": 9,
     "grading/lms/lms.py:write_gradescope_export": 8,
-    "grading/grade/run.py:spec": 8,
     "grading/reports/marking.py:update": 7,
     "grading/reports/feedback.py:publish": 7,
     "grading/lms/lms.py:write_csv_export": 7,
-    "grading/grade/remote.py:call": 7,
-    "grading/grade/remote.py:accept_changes": 7,
-    "grading/grade/remote.py:__init__": 7,
-    "grading/grade/ownership.py:check_changes": 7,
 }
 
 

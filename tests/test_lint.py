@@ -38,3 +38,9 @@ def test_ruff_is_the_pinned_version():
     pinned = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if '"ruff==' in line)
     version = ruff("--version").stdout.split()[-1]
     assert f"ruff=={version}" in pinned, f"ruff {version} is installed but pyproject.toml pins {pinned.strip()}"
+
+
+def test_every_function_of_grading_grade_has_type_hints():
+    "Issue 42.3: every parameter and return in grading/grade is typed, private functions too (ANN401, Any, aside)."
+    result = ruff("check", "grading/grade", "--select", "ANN", "--ignore", "ANN401", "--output-format", "concise")
+    assert result.returncode == 0, "add the type hints ruff names:\n" + result.stdout

@@ -86,11 +86,11 @@ def test_the_objects_a_call_may_change_are_those_its_arguments_reach_when_it_beg
     allowed = may_change("run_backward", {"root": root}, number_of)
     root._grad_fn.saved_tensors = None  # released during the call
     middle_grad = [[4, "o", {}]]
-    assert check_changes("run_backward", {"root": root}, middle_grad, number_of, WORKER, allowed) == middle_grad
+    assert check_changes("run_backward", {"root": root}, middle_grad, number_of, WORKER, allowed=allowed) == middle_grad
     assert check_changes("run_backward", {"root": root}, middle_grad, number_of, WORKER) == []  # taken too late
     root._grad_fn.saved_tensors = (expected,)  # the worker links the test's data into the graph: still not allowed
     with pytest.raises(ValueError, match="in place"):
-        check_changes("run_backward", {"root": root}, [[7, "a", 0]], number_of, WORKER, allowed)
+        check_changes("run_backward", {"root": root}, [[7, "a", 0]], number_of, WORKER, allowed=allowed)
 
 
 def test_run_backward_may_store_gradients_on_its_graph_but_never_change_a_tensors_data():
@@ -115,10 +115,14 @@ def test_run_backward_may_store_gradients_on_its_graph_but_never_change_a_tensor
     allowed = may_change("run_backward", named, number_of)
     assert {1, 2, 3, 4, 5} <= allowed
     with pytest.raises(ValueError, match=r"changed root\._grad_fn\.saved_tensors\[0\]\.data in place"):
-        check_changes("run_backward", named, [[4, "a", 0]], number_of, WORKER, allowed, objects)
+        check_changes("run_backward", named, [[4, "a", 0]], number_of, WORKER, allowed=allowed, objects=objects)
     zeros = {"c": {}, "s": {"data": {"r": WORKER}, "grad": {"r": WORKER + 1}, "requires_grad": False}}
-    (kept,) = check_changes("run_backward", named, [[3, "o", zeros]], number_of, WORKER, allowed, objects)
+    (kept,) = check_changes(
+        "run_backward", named, [[3, "o", zeros]], number_of, WORKER, allowed=allowed, objects=objects
+    )
     assert kept[2]["s"] == {"data": {"r": 4}, "grad": {"r": WORKER + 1}, "requires_grad": True}  # its grad is taken
     released = [[5, "o", {"c": {}, "s": {"saved_tensors": None}}]]
-    assert check_changes("run_backward", named, released, number_of, WORKER, allowed, objects) == released
-    assert check_changes("train_epoch", {"model": leaf}, [[4, "a", 0]], number_of, WORKER, None, objects)  # its job
+    assert (
+        check_changes("run_backward", named, released, number_of, WORKER, allowed=allowed, objects=objects) == released
+    )
+    assert check_changes("train_epoch", {"model": leaf}, [[4, "a", 0]], number_of, WORKER, objects=objects)  # its job

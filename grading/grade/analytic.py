@@ -21,9 +21,15 @@ at (or near) an infinite input is infinite or NaN, so its differences are NaN th
 catches a step relative to each element (exact for an elementwise rule, whose elements are never added together).
 """
 
+from __future__ import annotations
+
 import copy
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 FORMULA = 1e-12  # relative agreement that rounding alone explains, with room for another order of operations
 NEAR = 1e-2  # up to this far from the reference but not within FORMULA: numerical (the tests accept up to ~1e-3)
@@ -31,13 +37,13 @@ NEGLIGIBLE = 1e-8  # gradients this small next to grad_output are cancellation n
 SMALL = 1e-3  # an element this much smaller than the largest has its gap measured against SMALL × the largest
 
 
-def array_of(value):
+def array_of(value: object) -> np.ndarray | None:
     "The array of a gradient (a Tensor or an array), else None."
     array = value if isinstance(value, np.ndarray) else getattr(value, "data", None)
     return array if isinstance(array, np.ndarray) else None
 
 
-def as_float64(value):
+def as_float64(value: object) -> np.ndarray | None:
     """A gradient as float64, read as the tests read it: a Tensor's or an array's data, a list of numbers (of any
     float type), a complex array's real part. None for a float32 array (its own test checks the dtype; float32 is as
     far from float64 as finite differences) and for what holds no numbers. A rule cannot escape the verdict by its
@@ -56,7 +62,7 @@ def as_float64(value):
     return None
 
 
-def relative_gap(student, reference, grad_output):
+def relative_gap(student: np.ndarray, reference: np.ndarray, grad_output: np.ndarray | None) -> float | None:
     "The gap between two gradients relative to their size; None when it says nothing (zero or negligible gradients)."
     if student.shape != reference.shape or student.size == 0:
         return None
@@ -68,7 +74,7 @@ def relative_gap(student, reference, grad_output):
     return gap / scale if np.isfinite(gap) else None
 
 
-def emptied(student_values, reference_values):
+def emptied(student_values: object, reference_values: object) -> list[tuple[int, tuple[int, ...]]]:
     """[(input index, the reference's shape)] of each gradient the student's rule returned empty where the reference's
     is not: np.allclose finds an empty array close to anything it broadcasts with. (Any other wrong shape is left to
     the test, whose message says more: a missing unbroadcast, say.)"""
@@ -82,7 +88,7 @@ def emptied(student_values, reference_values):
     return found
 
 
-def typical_gap(student, reference, grad_output):
+def typical_gap(student: np.ndarray, reference: np.ndarray, grad_output: np.ndarray | None) -> float | None:
     """The median of the elements' gaps, relative to the gradient's size, over the elements the reference does not
     find negligible; None when it says nothing, or when some element is further off than NEAR (left to the test).
     Finite differences miss every element by their step's error; a formula that is merely ill-conditioned somewhere
@@ -100,7 +106,7 @@ def typical_gap(student, reference, grad_output):
     return float(np.median(np.abs(student - reference)[counted] / sizes))
 
 
-def numerical_gaps(student_values, reference_values, grad_output):
+def numerical_gaps(student_values: object, reference_values: object, grad_output: object) -> list[tuple[int, float]]:
     """[(input index, typical gap)] of each gradient that agrees with the reference like a numerical one does: in most
     of its elements, not only in a few (see typical_gap)."""
     student_values, reference_values = _as_tuple(student_values), _as_tuple(reference_values)
@@ -117,7 +123,7 @@ def numerical_gaps(student_values, reference_values, grad_output):
     return found
 
 
-def message(rule, gaps, is_rule=True):
+def message(rule: str, gaps: list[tuple[int, float]], is_rule: bool = True) -> str:
     "Why a rule (or, not `is_rule`, a function that returns a gradient) is refused as numerical."
     index, gap = max(gaps, key=lambda pair: pair[1])
     what = f"the gradient of input {index}" if is_rule else "the gradient it returned"
@@ -158,24 +164,24 @@ LINEAR_RULES = {  # rules whose only state is their saved inputs, valid for any 
 MAGNITUDE = 1e150  # ulp(1e150) is about 1e134: a step must be larger still to be exact; squares still fit in float64
 
 
-def probe(function, tensor_type):
+def probe(function: object, tensor_type: type) -> object | None:
     "A copy of the rule `function` whose saved float64 tensors have every other element scaled by MAGNITUDE; or None."
     return changed_copy(function, tensor_type, lambda tensor, _: mixed_magnitudes(tensor))
 
 
-def infinite_probe(function, tensor_type):
+def infinite_probe(function: object, tensor_type: type) -> object | None:
     """A copy of the rule `function` whose k-th saved float64 tensor is infinite at every third element from the k-th
     on (keeping the sign): the inputs are never infinite at the same place, and some places are finite in all."""
     return changed_copy(function, tensor_type, with_infinities)
 
 
-def probes(function, tensor_type):
+def probes(function: object, tensor_type: type) -> list[tuple[str, object]]:
     "[(what it shows, the probed copy)] of the rule `function`: mixed magnitudes, then infinite values."
     found = [("mixed", probe(function, tensor_type)), ("infinite", infinite_probe(function, tensor_type))]
     return [(what, copied) for what, copied in found if copied is not None]
 
 
-def changed_copy(function, tensor_type, change):
+def changed_copy(function: object, tensor_type: type, change: Callable[[object, int], object]) -> object | None:
     "A copy of the rule with change(tensor, k) in place of its k-th saved float64 tensor; None when it has none."
     saved = getattr(function, "saved_tensors", None)
     if not isinstance(saved, tuple) or not any(is_float64_tensor(t, tensor_type) for t in saved):
@@ -190,25 +196,25 @@ def changed_copy(function, tensor_type, change):
     return copied
 
 
-def is_float64_tensor(value, tensor_type):
+def is_float64_tensor(value: object, tensor_type: type) -> bool:
     return isinstance(value, tensor_type) and isinstance(value.data, np.ndarray) and value.data.dtype == np.float64
 
 
-def mixed_magnitudes(tensor):
+def mixed_magnitudes(tensor: object) -> object:
     copied = copy.copy(tensor)
     scale = np.where(np.arange(tensor.data.size) % 2 == 0, MAGNITUDE, 1.0).reshape(tensor.data.shape)
     copied.data = tensor.data * scale
     return copied
 
 
-def with_infinities(tensor, k):
+def with_infinities(tensor: object, k: int) -> object:
     copied = copy.copy(tensor)
     where = (np.arange(tensor.data.size) % 3 == k % 3).reshape(tensor.data.shape)
     copied.data = np.where(where, np.copysign(np.inf, tensor.data), tensor.data)
     return copied
 
 
-def probe_gaps(student_values, reference_values, grad_output):
+def probe_gaps(student_values: object, reference_values: object, grad_output: object) -> list[tuple[int, float]] | None:
     """[(input index, relative gap)] of the probe's gradients that are not exact where the reference's is finite: beyond
     FORMULA, or not finite. None when the probe says nothing (every gradient negligible or of another shape)."""
     student_values, reference_values = _as_tuple(student_values), _as_tuple(reference_values)
@@ -233,7 +239,7 @@ def probe_gaps(student_values, reference_values, grad_output):
     return found if conclusive else None
 
 
-def probe_message(rule, gaps, what="mixed"):
+def probe_message(rule: str, gaps: list[tuple[int, float]], what: str = "mixed") -> str:
     "Why a linear rule is refused as numerical, after the probe `what` (see probes)."
     index, gap = max(gaps, key=lambda pair: pair[1])
     off = "is not finite" if not np.isfinite(gap) else f"is off by {gap:.0e} (relative)"
@@ -251,5 +257,5 @@ def probe_message(rule, gaps, what="mixed"):
     )
 
 
-def _as_tuple(values):
+def _as_tuple(values: object) -> tuple:
     return tuple(values) if isinstance(values, (tuple, list)) else (values,)

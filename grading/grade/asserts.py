@@ -7,7 +7,10 @@ keep `a` and `b` as it computes them, and its message gains "(got ..., expected 
 rewritten: what its code got came from the student's code on the hidden inputs.
 """
 
+from __future__ import annotations
+
 import ast
+from collections.abc import Collection
 
 import numpy as np
 
@@ -23,7 +26,7 @@ def explained(tree: ast.Module) -> ast.Module:
 
 
 class _Explain(ast.NodeTransformer):
-    def visit_Assert(self, node):
+    def visit_Assert(self, node: ast.Assert) -> ast.Assert:
         test = node.test
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
             test.left, test.comparators[0] = _kept(GOT, test.left), _kept(WANT, test.comparators[0])
@@ -45,11 +48,11 @@ class _Explain(ast.NodeTransformer):
         return ast.copy_location(ast.Assert(test, call), node)
 
 
-def _kept(name, expression):
+def _kept(name: str, expression: ast.expr) -> ast.NamedExpr:
     return ast.NamedExpr(ast.Name(name, ast.Store()), expression)
 
 
-def _is_call(node, names):
+def _is_call(node: ast.expr, names: Collection[str]) -> bool:
     if not isinstance(node, ast.Call):
         return False
     function = node.func

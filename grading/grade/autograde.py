@@ -7,6 +7,8 @@ every submission whose result is still valid: same submission, same instructor n
 of a notebook changed (a hidden test was fixed), only those tests' scores are replaced.
 """
 
+from __future__ import annotations
+
 import compileall
 import contextlib
 import json
@@ -16,8 +18,10 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..authoring.convention import manual_answers
 from ..authoring.course import made_course
@@ -36,11 +40,7 @@ from ..common.notebooks import (
 )
 from ..reports import marking
 from ..reports.feedback import POLICIES
-from ..reports.late import (
-    Policy,
-    assess,
-    check_names,
-)
+from ..reports.late import Late, Policy, assess, check_names
 from ..sandbox import sandbox
 from ..student.export import copy_package_skeleton, export_package
 from . import heldout
@@ -77,20 +77,24 @@ from .submissions import find_submissions as read_folder
 from .timespent import write_time_spent
 from .variant import read_secret
 
+if TYPE_CHECKING:
+    from .run import Found, Log, Todo
+    from .spec import Spec
+
 SECRET_FILE = ".grading-secret"  # in OUT, outside OUT/.grading (which is remade when the notebooks change)
 
 
 # -- What to grade ----------------------------------------------------------------------------------------------------
 
 
-def find_submissions(submissions, known):
+def find_submissions(submissions: Path | str, known: dict[str, set[str]]) -> tuple[list[Found], list[Row]]:
     "[(student, assignment, path)] to grade, and [Row] for every entry that cannot be graded (grading.grade.submissions)."
     found, problems = read_folder(submissions, known)
     rows = [Row(p.student, p.assignment, p.notebook, note=p.note, problem=True) for p in problems]
     return found, rows
 
 
-def graded_assignments(notebooks_dir=None):
+def graded_assignments(notebooks_dir: Path | str | None = None) -> list[str]:
     "The notebooks that are assignments (with tests or written answers); 02b_diagnosis and 15_viz, given code only, are not."
     notebooks = course_notebooks(notebooks_dir)
     return [
@@ -103,7 +107,7 @@ def graded_assignments(notebooks_dir=None):
 # -- Preparing the grading folder -------------------------------------------------------------------------------------
 
 
-def prepare(notebooks, state):
+def prepare(notebooks: dict[str, Path], state: Path) -> None:
     """The master nbgrader course (gradebook made by generate_assignment, and the release: the student version), the
     reference package and the released one, made once and reused while the instructor's notebooks are unchanged."""
     stamp = digest(GRADER_VERSION + "".join(file_fingerprint(p) for p in notebooks.values()))
@@ -126,7 +130,7 @@ def prepare(notebooks, state):
     write_atomic(state / "prepared", stamp)
 
 
-def export_notebooks(notebooks, folder):
+def export_notebooks(notebooks: dict[str, Path], folder: Path) -> None:
     "A package exported from `notebooks` ({stem: path}) into folder/tinytorch."
     (folder / "nbs").mkdir(parents=True)
     for stem, path in notebooks.items():
@@ -136,7 +140,7 @@ def export_notebooks(notebooks, folder):
     export_package(folder)
 
 
-def make_scratch(state, student_user=None):
+def make_scratch(state: Path, student_user: str | None = None) -> Path:
     """Where this run's jobs make their folders (each job's own is mode 0700): a new one per run, inside the grading
     folder, so that what a killed run left is removed by the next run (runs into one folder take turns). With a
     student user (grading.sandbox.sandbox), under /tmp instead, mode 0711: the user may pass through to its own job's folder
@@ -160,7 +164,7 @@ def autograde(
     settings: Settings = Settings(),  # noqa: B008  (frozen: one shared default is safe)
     progress: Callable | None = None,
     log: Callable[[str], None] | None = None,
-) -> list["Row"]:
+) -> list[Row]:
     """Grade every submission as `settings` says (grading.grade.settings); write OUT/grades.csv, OUT/gradebook.json,
     OUT/distribution.png and OUT/feedback/; return the table's rows. `progress` wraps the jobs' iterable (a tqdm);
     `log` takes the run's lines (a warning starts with "warning: ")."""
@@ -208,7 +212,7 @@ def autograde(
         return _autograde(run, found, problems, workers, progress, log)
 
 
-def isolation_for(unsafe_no_sandbox, student_user, cluster):
+def isolation_for(unsafe_no_sandbox: bool, student_user: str | None, cluster: str | None) -> str:
     "How students' code runs (grading.sandbox.sandbox.isolation); on a cluster, bubblewrap is checked on the workers."
     if not cluster:
         return sandbox.isolation(unsafe_no_sandbox, student_user)
@@ -218,7 +222,7 @@ def isolation_for(unsafe_no_sandbox, student_user, cluster):
     return "none" if unsafe_no_sandbox else "bwrap"
 
 
-def variant_secret(out, secret_file, log):
+def variant_secret(out: Path, secret_file: Path | str | None, log: Log) -> bytes:
     "The course secret: --secret-file, or OUT/.grading-secret (made, mode 0600, the first time)."
     path = Path(secret_file) if secret_file else out / SECRET_FILE
     if not path.exists():
@@ -227,7 +231,7 @@ def variant_secret(out, secret_file, log):
 
 
 @contextlib.contextmanager
-def run_lock(out, log):
+def run_lock(out: Path, log: Log) -> Iterator[None]:
     "One autograde run at a time per output folder: a second run waits for the first, then finds its results."
     import fcntl
 
@@ -243,7 +247,7 @@ def run_lock(out, log):
 # -- Running the jobs -------------------------------------------------------------------------------------------------
 
 
-def log_policies(policies, out, found, log):
+def log_policies(policies: Policies, out: Path, found: list[Found], log: Log) -> None:
     "Say which feedback policy this run uses, and when it is not the one the previous run used."
     previous = {
         r.get("feedback", "full")
@@ -254,7 +258,7 @@ def log_policies(policies, out, found, log):
     log(f"feedback for students: {policies.feedback}: {POLICIES[policies.feedback]}{earlier}")
 
 
-def log_held_out(run, found, log):
+def log_held_out(run: Run, found: list[Found], log: Log) -> None:
     "Say which held-out digits of the instructor's this run measures with, and where they are of little use."
     held_out = run.policies.held_out
     if held_out is None:
@@ -276,7 +280,9 @@ def log_held_out(run, found, log):
         )
 
 
-def _autograde(run, found, problems, workers, progress, log):
+def _autograde(
+    run: Run, found: list[Found], problems: list[Row], workers: int | None, progress: Callable | None, log: Log
+) -> list[Row] | None:
     "Grade what `found` lists into run.out (the stages: plan, check the reference, grade, publish, marking)."
     out, state, instructor = run.out, run.state, run.instructor
     if found:
@@ -291,75 +297,13 @@ def _autograde(run, found, problems, workers, progress, log):
     earlier = earlier_results(out, found, problems, log)
     late.update(earlier_late(out, earlier))
     done.update({key: refeedback(out, result, run.policies.feedback) for key, result in earlier.items()})
-    results_lock = threading.Lock()
     answers = {stem: manual_answers(nb) for stem, nb in instructor.items()}
     marked = marking.read_marks(out, log)  # the marks made in formgrader since the last run
-
-    published = [0.0]
-
-    def publish(every=0.0):
-        "Write the table and the gradebook from every result so far; not again within `every` seconds."
-        with results_lock:
-            if time.monotonic() - published[0] < every:
-                return None
-            published[0] = time.monotonic()
-            results = [done[k] for k in sorted(done)]
-            rows = apply_late(rows_of(results, problems, answers, marked), late)
-            write_gradebook(results, problems, out / "gradebook.json", answers, late, marked)
-            write_table(rows, out / "grades.csv")
-        return rows
-
+    book = Publisher(out, problems, answers, marked, late, done)
     if todo:
-        runner = make_runner(run, workers, log)
-        run.scratch = make_scratch(state, run.student_user)
-        run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
-        if run.policies.held_out:  # read by the jobs here; a cluster's task carries its bytes (grading.grade.cluster)
-            run.held_out_file = heldout.write_copy(run.policies.held_out, run.jobs)
-        try:
-            assignments = sorted({a for _, a, _, _, _ in todo})
-            check_reference(run, runner, assignments, log)
-            publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
-            mark_unfinished(state, todo, done)  # export-grades refuses the table until a run grades the rest
-
-            def grade(item):
-                student, assignment, path, fingerprint, previous = item
-                spec = run.spec(
-                    student,
-                    assignment,
-                    path,
-                    fingerprint,
-                    run.jobs / f"{student}__{assignment}.json",
-                    feedback_path(out, student, assignment),
-                    page_path(out, student, assignment),
-                )
-                result, failure = runner.run(spec, run.jobs / f"{student}__{assignment}.spec.json")
-                if failure is not None:
-                    result = failed_result(spec, tests[assignment], failure)
-                elif previous is not None:
-                    result = merge(previous, result, tests[assignment])
-                    log(
-                        f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
-                        "other tests kept their scores"
-                    )
-                write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
-                with results_lock:
-                    done[(student, assignment)] = result
-                publish(every=PUBLISH_EVERY)  # rewriting the whole gradebook after every job would grow as n²
-
-            runner.map(grade, todo, progress)
-        except KeyboardInterrupt:
-            publish()
-            left = mark_unfinished(state, todo, done)
-            log(
-                f"stopped: every job and its sandbox ended; {len(done)} graded and kept, {left} left: run again to resume"
-            )
-            raise
-        finally:
-            runner.close()
-            shutil.rmtree(run.scratch, ignore_errors=True)
-            shutil.rmtree(run.jobs, ignore_errors=True)
+        grade_all(run, todo, tests, book, workers=workers, progress=progress, log=log)
     (state / UNFINISHED).unlink(missing_ok=True)  # every submission found is graded (or failed, and says so)
-    rows = publish()
+    rows = book.publish()
     if rows:
         plot_distribution(rows, out / "distribution.png")
     if done:
@@ -370,10 +314,108 @@ def _autograde(run, found, problems, workers, progress, log):
     return rows
 
 
+@dataclass
+class Publisher:
+    """Writes the table and the gradebook from every result so far (`done`), which the jobs' threads add to."""
+
+    out: Path
+    problems: list[Row]  # the entries that cannot be graded (find_submissions)
+    answers: dict[str, dict[str, float]]  # {assignment: {written answer: points}}, marked by hand
+    marked: dict[tuple[str, str], marking.Marks]  # their marks so far (grading.reports.marking.read_marks)
+    late: dict[tuple[str, str], Late]  # {(student, assignment): what the late policy found}
+    done: dict[tuple[str, str], dict]  # {(student, assignment): result}
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    published: float = 0.0  # when the files were last written (time.monotonic)
+
+    def add(self, key: tuple[str, str], result: dict) -> None:
+        with self.lock:
+            self.done[key] = result
+
+    def publish(self, every: float = 0.0) -> list[Row] | None:
+        "Write the table and the gradebook from every result so far; not again within `every` seconds."
+        with self.lock:
+            if time.monotonic() - self.published < every:
+                return None
+            self.published = time.monotonic()
+            results = [self.done[k] for k in sorted(self.done)]
+            rows = apply_late(rows_of(results, self.problems, self.answers, self.marked), self.late)
+            write_gradebook(results, self.problems, self.out / "gradebook.json", self.answers, self.late, self.marked)
+            write_table(rows, self.out / "grades.csv")
+        return rows
+
+
+def grade_all(
+    run: Run,
+    todo: list[Todo],
+    tests: dict[str, dict[str, tuple[float, str]]],
+    book: Publisher,
+    *,
+    workers: int | None,
+    progress: Callable | None,
+    log: Log,
+) -> None:
+    """Check the reference, then grade what `todo` lists (plan_run), `workers` at a time, publishing as jobs end. A
+    run stopped by the user keeps what it graded and says how many are left."""
+    state = run.state
+    runner = make_runner(run, workers, log)
+    run.scratch = make_scratch(state, run.student_user)
+    run.jobs = Path(tempfile.mkdtemp(prefix="jobs-", dir=state))  # this run's own: two runs never share one
+    if run.policies.held_out:  # read by the jobs here; a cluster's task carries its bytes (grading.grade.cluster)
+        run.held_out_file = heldout.write_copy(run.policies.held_out, run.jobs)
+    try:
+        assignments = sorted({a for _, a, _, _, _ in todo})
+        check_reference(run, runner, assignments, log)
+        book.publish()  # only now: a run the reference check stops leaves the previous table and gradebook as they were
+        mark_unfinished(state, todo, book.done)  # export-grades refuses the table until a run grades the rest
+        runner.map(
+            lambda item: grade_one(item, run=run, runner=runner, tests=tests, book=book, log=log), todo, progress
+        )
+    except KeyboardInterrupt:
+        book.publish()
+        left = mark_unfinished(state, todo, book.done)
+        log(
+            f"stopped: every job and its sandbox ended; {len(book.done)} graded and kept, {left} left: run again to resume"
+        )
+        raise
+    finally:
+        runner.close()
+        shutil.rmtree(run.scratch, ignore_errors=True)
+        shutil.rmtree(run.jobs, ignore_errors=True)
+
+
+def grade_one(
+    item: Todo, *, run: Run, runner: Runner, tests: dict[str, dict[str, tuple[float, str]]], book: Publisher, log: Log
+) -> None:
+    "Grade one submission of `todo` in a job of its own; keep its result (merged with the previous one) and publish."
+    student, assignment, path, fingerprint, previous = item
+    out = run.out
+    spec = run.spec(
+        student,
+        assignment,
+        path,
+        fingerprint,
+        result=run.jobs / f"{student}__{assignment}.json",
+        feedback=feedback_path(out, student, assignment),
+        page=page_path(out, student, assignment),
+    )
+    result, failure = runner.run(spec, run.jobs / f"{student}__{assignment}.spec.json")
+    if failure is not None:
+        result = failed_result(spec, tests[assignment], failure)
+    elif previous is not None:
+        result = merge(previous, result, tests[assignment])
+        log(
+            f"{student}/{assignment}: re-graded {', '.join(result['regraded']) or 'nothing'}; "
+            "other tests kept their scores"
+        )
+    write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
+    book.add((student, assignment), result)
+    book.publish(every=PUBLISH_EVERY)  # rewriting the whole gradebook after every job would grow as n²
+
+
 PUBLISH_EVERY = 2.0  # seconds: how current grades.csv and gradebook.json are kept while a run goes on
 
 
-def failed_result(spec, tests, note):
+def failed_result(spec: Spec, tests: dict[str, tuple[float, str]], note: str) -> dict:
     "The result of a submission the grader could not grade (grading.grade.runner.not_graded): no score, retried next run."
     return {
         "student": spec.student,
@@ -388,7 +430,7 @@ def failed_result(spec, tests, note):
     }
 
 
-def make_runner(run, workers, log):
+def make_runner(run: Run, workers: int | None, log: Log) -> Runner:
     "Where the jobs run: here, `workers` at a time, or on the Dask cluster run.cluster (grading.grade.cluster)."
     if not run.cluster:
         return Runner(workers or os.cpu_count() or 1, run.notebook_timeout)

@@ -10,16 +10,19 @@ A `Stopwatch` adds up where a job's time went (the sandbox's start, the imports,
 page), for `benchmarks/run.py grading`; it decides nothing.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import time
+from collections.abc import Iterator
 
 SLICE = 1.0  # seconds: a wait is cut into slices this long, and the load is read again after each
 FRESH = 0.1  # seconds a reading of the load is used for (a job makes thousands of short waits, one per call)
 _last_reading = [-FRESH, 1.0]  # [when, load factor]
 
 
-def load_factor():
+def load_factor() -> float:
     "How many times slower than a quiet machine a process runs now: max(1, runnable processes per core)."
     now = time.monotonic()
     if now - _last_reading[0] < FRESH:
@@ -40,20 +43,20 @@ def load_factor():
 class Budget:
     "`seconds` of a quiet machine's time, spent more slowly while the machine is busy."
 
-    def __init__(self, seconds):
+    def __init__(self, seconds: float) -> None:
         self.seconds, self.left, self.last = seconds, float(seconds), time.monotonic()
 
-    def remaining(self):
+    def remaining(self) -> float:
         "Quiet-machine seconds left (negative when spent); call it at least once a SLICE while waiting."
         now = time.monotonic()
         self.left -= (now - self.last) / load_factor()
         self.last = now
         return self.left
 
-    def expired(self):
+    def expired(self) -> bool:
         return self.remaining() <= 0
 
-    def next_wait(self):
+    def next_wait(self) -> float:
         "How long to wait before looking again: a slice, or less when the budget is nearly spent."
         return max(0.0, min(SLICE, self.remaining()))
 
@@ -61,14 +64,14 @@ class Budget:
 class Stopwatch:
     "Seconds spent in each part of a job, {part: seconds}: `with stopwatch('page'): ...` or `stopwatch.add(part, s)`."
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.seconds = {}
 
-    def add(self, part, seconds):
+    def add(self, part: str, seconds: float) -> None:
         self.seconds[part] = self.seconds.get(part, 0.0) + seconds
 
     @contextlib.contextmanager
-    def __call__(self, part):
+    def __call__(self, part: str) -> Iterator[None]:
         start = time.perf_counter()
         try:
             yield
@@ -76,7 +79,7 @@ class Stopwatch:
             self.add(part, time.perf_counter() - start)
 
 
-def process_age():
+def process_age() -> float:
     "Seconds since this process started (Linux: /proc), or 0 where that cannot be read."
     try:
         ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])

@@ -16,6 +16,8 @@ The protocol, one JSON line each way, over the server's stdin and stdout:
 When its stdin closes (the grader ended, or was killed), the server kills every job it started and exits.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import select
@@ -46,7 +48,7 @@ PRELOAD = (
 # -- The server (its own process) ------------------------------------------------------------------------------------
 
 
-def preload():
+def preload() -> None:
     import importlib
 
     for name in PRELOAD:
@@ -54,7 +56,7 @@ def preload():
     warm_up()
 
 
-def warm_up():
+def warm_up() -> None:
     """Render a page with a cell of each kind: nbconvert's templates, and the regular expressions of nbconvert, the
     Markdown parser, bleach and Pygments, are compiled once here instead of in every job."""
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
@@ -76,7 +78,7 @@ def warm_up():
     draw_figure()
 
 
-def draw_figure():
+def draw_figure() -> None:
     "Draw a figure with text, as a cell's picture is drawn for the page: Agg, the fonts and the PNG writer load here."
     import matplotlib.pyplot as plt
 
@@ -90,7 +92,7 @@ def draw_figure():
     plt.close(figure)
 
 
-def serve():
+def serve() -> None:
     preload()
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # a stray print must not write into the protocol
@@ -125,7 +127,7 @@ def serve():
             replies.write(json.dumps({"id": request["id"], "pid": pid}) + "\n")
 
 
-def reap(children):
+def reap(children: set[int]) -> list[tuple[int, int]]:
     "The jobs that ended since the last look: (pid, return code as Popen gives it)."
     ended = []
     while children:
@@ -140,7 +142,7 @@ def reap(children):
     return ended
 
 
-def run_child(request, server, server_fds):
+def run_child(request: dict, server: int, server_fds: list[int]) -> None:
     "In the forked child: become a job as `python -c JOB SPEC` would be, run it, and exit with its status."
     code = 1
     try:
@@ -174,7 +176,7 @@ def run_child(request, server, server_fds):
             os._exit(code if isinstance(code, int) else 1)
 
 
-def kill_group(pid):
+def kill_group(pid: int) -> None:
     "Kill the job `pid` and its process group (its sandboxes); the job alone if it has no group yet."
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -195,15 +197,15 @@ class ForkServerGone(Exception):
 class Job:
     "A job the fork server started, with the part of subprocess.Popen's interface grading.grade.runner uses."
 
-    def __init__(self, pid, ended):
+    def __init__(self, pid: int, ended: threading.Event) -> None:
         self.pid, self.returncode, self._ended = pid, None, ended
 
-    def poll(self):
+    def poll(self) -> int | None:
         if self.returncode is None and self._ended.is_set():
             self.returncode = self._code
         return self.returncode
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> int | None:
         self._ended.wait(timeout)
         return self.poll()
 
@@ -211,14 +213,14 @@ class Job:
 class ForkServer:
     "The grader's handle on the fork server: started on first use, closed with the run."
 
-    def __init__(self, env, cwd):
+    def __init__(self, env: dict[str, str], cwd: Path | str) -> None:
         self.env, self.cwd = env, cwd
         self.lock = threading.Lock()
         self.process = None
         self.started, self.jobs, self.ended_early = {}, {}, {}
         self.count = 0
 
-    def start(self, spec_path, log_path, timeout=60):
+    def start(self, spec_path: Path | str, log_path: Path | str, timeout: float = 60) -> Job:
         "Start one job; its Job (Popen-like). Raises ForkServerGone if the server is not there or does not answer."
         with self.lock:
             if self.process is None or self.process.poll() is not None:
@@ -237,7 +239,7 @@ class ForkServer:
             raise ForkServerGone("the fork server did not start the job")
         return self.started.pop(request)[1]
 
-    def launch(self, folder):
+    def launch(self, folder: Path | str) -> None:
         "Start the server; `folder` (the run's jobs) is on its command line, and so on its jobs', for ps to show."
         self.process = subprocess.Popen(
             [sys.executable, "-c", SERVE, str(folder)],
@@ -250,7 +252,7 @@ class ForkServer:
         )
         threading.Thread(target=self.listen, args=(self.process,), daemon=True).start()
 
-    def listen(self, process):
+    def listen(self, process: subprocess.Popen) -> None:
         "Read the server's replies: a job started, a job ended. When the server dies, every job it ran ends."
         for line in process.stdout:
             reply = json.loads(line)
@@ -277,7 +279,7 @@ class ForkServer:
             for waiting in self.started.values():
                 waiting[0].set()
 
-    def close(self):
+    def close(self) -> None:
         "Stop the server; it kills the jobs still running."
         with self.lock:
             process, self.process = self.process, None

@@ -5,22 +5,27 @@ formula of its own. Every file is written atomically: a reader never sees half o
 job kept and its feedback page lie under OUT is said here too.
 """
 
+from __future__ import annotations
+
 import io
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common import csvsafe
 from ..common.errors import GradingError
-from ..common.notebooks import (
-    write_atomic,
-)
+from ..common.notebooks import write_atomic
 from ..reports import marking
-from ..reports.late import (
-    penalised,
-)
+from ..reports.late import penalised
 from ..reports.page import plain_notebook
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from ..reports.late import Late
+    from ..reports.marking import Marks
 
 COLUMNS = ["student", "assignment", "notebook", "score", "max_score", "note", "manual_points", "manual_score"]
 
@@ -38,32 +43,32 @@ class Row:
     note: str = ""
     problem: bool = False  # not graded (a bad file, a grader failure): an error on the console, exit code 1
     manual_points: float = 0.0  # written answers' points, marked by hand (OUT/marking): not in score or max_score
-    marks: marking.Marks = None  # the marks given to them so far (grading.reports.marking.read_marks)
+    marks: marking.Marks | None = None  # the marks given to them so far (grading.reports.marking.read_marks)
     submitted_at: str = ""  # the late policy's columns (grading.reports.late)
     late_by_hours: float | None = None
     penalty_fraction: float = 0.0  # the fraction of the total taken for lateness (grading.reports.late)
     graded: bool = True  # False: the grader failed for a reason of its own; no score is written, the next run retries
 
     @property
-    def total(self):
+    def total(self) -> float:
         "The autograded score and the marks given so far: what a late penalty takes its fraction of."
         return self.score + (self.marks.score if self.marks else 0.0)
 
     @property
-    def penalty(self):
+    def penalty(self) -> float:
         "Points taken for lateness."
         return penalised(self.total, self.penalty_fraction)[0]
 
     @property
-    def final_score(self):
+    def final_score(self) -> float:
         return penalised(self.total, self.penalty_fraction)[1]
 
-    def late_values(self):
+    def late_values(self) -> list[str]:
         late = "" if self.late_by_hours is None else f"{self.late_by_hours:g}"
         final = f"{round(self.final_score, 4):g}" if self.graded else ""
         return [self.submitted_at, late, f"{round(self.penalty, 4):g}", final]
 
-    def values(self):
+    def values(self) -> list[str]:
         return [
             self.student,
             self.assignment,
@@ -75,23 +80,23 @@ class Row:
             self.manual_score_cell(),
         ]
 
-    def manual_score_cell(self):
+    def manual_score_cell(self) -> str:
         "The marks of the written answers; blank while one is unmarked (or nothing was graded)."
         if not self.graded or (self.marks and self.marks.unmarked):
             return ""
         return f"{self.marks.score if self.marks else 0.0:g}"
 
 
-def result_path(out, student, assignment):
+def result_path(out: Path | str, student: str, assignment: str) -> Path:
     return Path(out) / "results" / student / f"{assignment}.json"
 
 
-def page_path(out, student, assignment):
+def page_path(out: Path | str, student: str, assignment: str) -> Path:
     "The notebook the page shows (JSON), kept so that the feedback page can be written again under another policy."
     return Path(out) / "results" / student / f"{assignment}.notebook.ipynb"
 
 
-def kept_notebook(path):
+def kept_notebook(path: Path | str) -> NotebookNode | None:
     "The notebook a job kept at `path` (page_path), as grading.reports.page.plain_notebook reads it; None if there is none."
     try:
         return plain_notebook(json.loads(Path(path).read_text()))
@@ -99,11 +104,16 @@ def kept_notebook(path):
         return None
 
 
-def feedback_path(out, student, assignment):
+def feedback_path(out: Path | str, student: str, assignment: str) -> Path:
     return Path(out) / "feedback" / student / f"{assignment}.html"
 
 
-def rows_of(results, problems, answers=None, marked=None):
+def rows_of(
+    results: list[dict],
+    problems: list[Row],
+    answers: dict[str, dict[str, float]] | None = None,
+    marked: dict[tuple[str, str], Marks] | None = None,
+) -> list[Row]:
     """The table's rows; `answers`: {assignment: {name: points}} of its written answers, marked by hand; `marked`:
     their marks, {(student, assignment): grading.reports.marking.Marks} (grading.reports.marking.read_marks)."""
     rows = list(problems)
@@ -126,7 +136,7 @@ def rows_of(results, problems, answers=None, marked=None):
     return sorted(rows, key=lambda r: (r.student, r.assignment))
 
 
-def write_table(rows, path):
+def write_table(rows: list[Row], path: Path | str) -> None:
     "Write the grade table atomically: a reader never sees half a file."
     text = io.StringIO()
     writer = csvsafe.writer(text)  # a student's folder name may start like a formula: =HYPERLINK(...)
@@ -136,13 +146,13 @@ def write_table(rows, path):
     write_atomic(path, text.getvalue())
 
 
-def marks_for(result, written, marked):
+def marks_for(result: dict, written: dict[str, float], marked: dict[tuple[str, str], Marks] | None) -> Marks:
     "The Marks of a result's written answers ({name: points}): from OUT/marking, else none yet."
     found = (marked or {}).get((result["student"], result["assignment"]))
     return found if found is not None else marking.none_yet(written)
 
 
-def late_record(result, late, marks=None):
+def late_record(result: dict, late: Late | None, marks: Marks | None = None) -> dict:
     """What the gradebook keeps of a result's variant, feedback policy and late policy (`late`: a grading.reports.late.Late),
     and its final score: the autograded score and the marks (`marks`: grading.reports.marking.Marks) less the late penalty."""
     record = {"variant": result.get("variant", ""), "feedback": result.get("feedback", "full")}
@@ -161,7 +171,7 @@ def late_record(result, late, marks=None):
     return record
 
 
-def apply_late(rows, late):
+def apply_late(rows: list[Row], late: dict[tuple[str, str], Late]) -> list[Row]:
     "Fill the rows' late columns from {(student, assignment): grading.reports.late.Late}; a bad timestamp is a problem."
     for row in rows:
         found = late.get((row.student, row.assignment))
@@ -174,7 +184,14 @@ def apply_late(rows, late):
     return rows
 
 
-def write_gradebook(results, problems, path, answers=None, late=None, marked=None):
+def write_gradebook(
+    results: list[dict],
+    problems: list[Row],
+    path: Path | str,
+    answers: dict[str, dict[str, float]] | None = None,
+    late: dict[tuple[str, str], Late] | None = None,
+    marked: dict[tuple[str, str], Marks] | None = None,
+) -> None:
     "OUT/gradebook.json; `answers` and `marked` as for rows_of, `late`: {(student, assignment): grading.reports.late.Late}."
     book = {}
     for r in results:
@@ -202,7 +219,7 @@ def write_gradebook(results, problems, path, answers=None, late=None, marked=Non
     write_atomic(path, json.dumps(book, indent=1, sort_keys=True))
 
 
-def student_percentages(rows):
+def student_percentages(rows: list[Row]) -> dict[str, float]:
     """{student: final score as a % of the points available}, over the rows that have a score: a missing or
     unreadable submission (a problem row) and one the grader could not grade are left out, not counted as 0 %.
     Written answers count once they are in the marking course (their marks are in the final score)."""
@@ -216,7 +233,7 @@ def student_percentages(rows):
     return {student: 100 * s / m if m else 0.0 for student, (s, m) in totals.items()}
 
 
-def plot_distribution(rows, path):
+def plot_distribution(rows: list[Row], path: Path | str) -> None:
     "A histogram of each student's final score, as a percentage of the points available; PNG, written atomically."
     import matplotlib
 

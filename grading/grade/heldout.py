@@ -18,6 +18,8 @@ with another file or without one grades those submissions again, as another secr
 only ever read in the grader's process (the verdict): never in a sandbox, a student's package or a feedback page.
 """
 
+from __future__ import annotations
+
 import gzip
 import hashlib
 import io
@@ -25,11 +27,15 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..common.errors import GradingError
 from ..common.notebooks import REPO
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 OPTION = "--held-out-digits"
 FILE_NAME = "held-out-digits.npz"  # the copy the jobs read, and its name in a task's folder and the Gradescope zip
@@ -85,7 +91,7 @@ def arrays(data: bytes, where: str) -> tuple:
     return check_images(found["X"], where), check_labels(found["y"], len(found["X"]), where)
 
 
-def check_images(X, where):
+def check_images(X: np.ndarray, where: str) -> np.ndarray:
     if X.ndim != 2 or X.shape[1] != PIXELS or len(X) == 0:
         hint = " (reshape 8x8 images with X.reshape(len(X), 64))" if X.shape[1:] == (8, 8) else ""
         raise GradingError(f"{where}: X has shape {X.shape}; expected (n, {PIXELS}), one image per row{hint}.")
@@ -100,7 +106,7 @@ def check_images(X, where):
     return X
 
 
-def check_labels(y, n, where):
+def check_labels(y: np.ndarray, n: int, where: str) -> np.ndarray:
     if y.shape != (n,):
         raise GradingError(f"{where}: y has shape {y.shape}; expected ({n},), one label per image of X.")
     if y.dtype.kind not in "iu":
@@ -129,7 +135,7 @@ def shipped_among(held_out: HeldOut) -> int:
     return sum(row.tobytes() in known for row in X)
 
 
-def uses(notebook) -> bool:
+def uses(notebook: NotebookNode) -> bool:
     "Whether a notebook's cells read the instructor's digits (its hidden tests call held_out_digits())."
     return any(CALL in cell.source for cell in notebook.cells)
 
@@ -166,7 +172,7 @@ def measured() -> dict:
     return dict(_measured)
 
 
-def held_out_digits():
+def held_out_digits() -> tuple[np.ndarray, np.ndarray] | None:
     """(X, y): the instructor's own held-out digits while a submission is graded with `autograde --held-out-digits`;
     None otherwise (the hidden test then holds out a part of the shipped digits)."""
     if not _path:

@@ -14,6 +14,8 @@ outlives its time limit. What it does, in a fresh folder of its own (mode 0700; 
    renamed).
 """
 
+from __future__ import annotations
+
 import importlib.util
 import json
 import os
@@ -21,7 +23,9 @@ import secrets
 import shutil
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 
@@ -36,10 +40,13 @@ from .submissions import broken_cells_note, missing_exercises_note
 from .targets import exported_sources
 from .timespent import reported_hours
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
 # -- 1. The student's package ----------------------------------------------------------------------------------------
 
 
-def build_package(spec, nb, target):
+def build_package(spec: Spec, nb: NotebookNode, target: Path) -> None:
     """The package the student's code runs with: the reference modules of the notebooks before this one (they are
     what this notebook builds on), the released modules of the later ones (stubs: their answers are not the student's
     to read), and this notebook's module exported from `nb` (the answer removed). It holds no data: the student's
@@ -74,7 +81,7 @@ def build_package(spec, nb, target):
 # -- 2 to 4. Putting it together ------------------------------------------------------------------------------------------
 
 
-def open_to_student_user(workdir):
+def open_to_student_user(workdir: Path) -> None:
     """The student-user fallback (grading.sandbox.sandbox): the job's folder, under a scratch folder the user cannot list, is
     opened for passing through, and its package and worker files for reading; nothing in it for writing."""
     os.chmod(workdir, 0o711)
@@ -85,16 +92,15 @@ def open_to_student_user(workdir):
             os.chmod(os.path.join(folder, name), 0o644)
 
 
-def isolation_of(spec):
+def isolation_of(spec: Spec) -> str:
     if spec.sandboxed:
         return "sandbox"
     return f"user {spec.student_user} (no bubblewrap here)" if spec.student_user else "none (--unsafe-no-sandbox)"
 
 
-def grade(spec):
+def grade(spec: Spec) -> dict:
     from ..reports.page import ran_notebook
     from ..sandbox import sandbox
-    from .verdict import grade_cells
 
     sandbox.use_student_user(spec.student_user if not spec.sandboxed else None)
     instructor = read_notebook(spec.instructor)
@@ -107,31 +113,9 @@ def grade(spec):
     stopwatch = Stopwatch()
     stopwatch.add("start", process_age())  # Python and the grader's imports
     try:
-        package = workdir / "env"
         restored = restored_notebook(instructor, submitted, released)
-        with stopwatch("package"):
-            build_package(spec, restored, package)
-        (workdir / "runner").mkdir()
-        if spec.student_user and not spec.sandboxed:
-            os.umask(0o022)  # the worker's files that grade_cells copies in are readable too
-            open_to_student_user(workdir)
-        with stopwatch("verdict"):
-            verdicts, note, ran = grade_cells(
-                instructor,
-                restored,
-                spec,
-                package,
-                Path(spec.reference),
-                workdir / "runner",
-                spec.sandboxed,
-                budget,
-                stopwatch,
-            )
-        hidden = {
-            nbgrader_meta(c)["grade_id"]
-            for c in instructor.cells
-            if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
-        }
+        verdicts, note, ran = run_verdict(spec, instructor, restored, workdir, budget, stopwatch)
+        hidden = hidden_tests(instructor)
         read = [broken_cells_note(submitted), missing_exercises_note(submitted, released)]  # read above, never run
         note = "; ".join(n for n in [*read, note] if n)
         hours = reported_hours(submitted)  # read as text, never run (grading.grade.timespent)
@@ -162,10 +146,47 @@ def grade(spec):
     return result
 
 
+def run_verdict(
+    spec: Spec, instructor: NotebookNode, restored: NotebookNode, workdir: Path, budget: Budget, stopwatch: Stopwatch
+) -> tuple[dict[str, tuple[bool, str]], str, dict[str, list[NotebookNode]]]:
+    """The student's package built in `workdir`, then the verdict (grading.grade.verdict.grade_cells): ({test id:
+    (passed, message)}, note, {cell id: its outputs for the page})."""
+    from .verdict import grade_cells
+
+    package = workdir / "env"
+    with stopwatch("package"):
+        build_package(spec, restored, package)
+    (workdir / "runner").mkdir()
+    if spec.student_user and not spec.sandboxed:
+        os.umask(0o022)  # the worker's files that grade_cells copies in are readable too
+        open_to_student_user(workdir)
+    with stopwatch("verdict"):
+        return grade_cells(
+            instructor,
+            restored,
+            spec,
+            package=package,
+            reference=Path(spec.reference),
+            runner=workdir / "runner",
+            sandboxed=spec.sandboxed,
+            budget=budget,
+            stopwatch=stopwatch,
+        )
+
+
+def hidden_tests(instructor: NotebookNode) -> set[str]:
+    "The ids of the instructor's test cells that hold hidden tests."
+    return {
+        nbgrader_meta(c)["grade_id"]
+        for c in instructor.cells
+        if nbgrader_meta(c).get("grade") and "### BEGIN HIDDEN TESTS" in c.source
+    }
+
+
 TIMINGS = "TINYTORCH_TIMINGS"  # a file: each job appends where its time went (benchmarks/run.py grading sets it)
 
 
-def record_times(spec, stopwatch):
+def record_times(spec: Spec, stopwatch: Stopwatch) -> None:
     """Where this job's time went, one JSON line appended to the file $TINYTORCH_TIMINGS (if set), in seconds: start
     (Python and imports), package, sandbox (bwrap, Python, NumPy: every worker), imports (the package and the student's
     module), student_code (the calls), verdict (the grader's own part of the run), page, and total."""
@@ -190,7 +211,14 @@ def record_times(spec, stopwatch):
         file.write(line + "\n")
 
 
-def score(spec, tests, verdicts, notes, hidden=(), hours=None):
+def score(
+    spec: Spec,
+    tests: dict[str, tuple[float, str]],
+    verdicts: dict[str, tuple[bool, str]],
+    notes: list[str],
+    hidden: Collection[str] = (),
+    hours: float | None = None,
+) -> dict:
     "The result: the verdict's score and message per test, and the hours the student reported (or None)."
     rows = {}
     for test_id, (points, fingerprint) in tests.items():
@@ -220,7 +248,7 @@ def score(spec, tests, verdicts, notes, hidden=(), hours=None):
     }
 
 
-def write_feedback(notebook, spec, result, released):
+def write_feedback(notebook: NotebookNode | None, spec: Spec, result: dict, released: NotebookNode) -> None:
     "The feedback page (grading.reports.feedback, under the run's policy): the verdict at the top, then the notebook as it ran."
     from ..reports.feedback import publish
     from ..reports.page import PageCache, shared_cells
@@ -238,7 +266,7 @@ def write_feedback(notebook, spec, result, released):
     )
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     die_with_parent()
     spec = Spec.load((argv or sys.argv[1:])[0])
     try:

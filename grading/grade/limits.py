@@ -7,7 +7,7 @@ import signal
 from ..common.defaults import GRADER_MEMORY_MB
 
 
-def limit_memory():
+def limit_memory() -> None:
     """The job's own memory (the grader's process: the instructor's cells run there, on data from the student's code)
     is capped, so that whatever a student's request makes it compute fails that call, not the machine."""
     limit = GRADER_MEMORY_MB * 2**20
@@ -16,7 +16,7 @@ def limit_memory():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def die_with_parent():
+def die_with_parent() -> None:
     "If the grader that started this job is killed, the job is killed too (Linux: PR_SET_PDEATHSIG)."
     try:
         import ctypes

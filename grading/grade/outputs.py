@@ -9,17 +9,25 @@ executed once, by the verdict; nothing here decides a score. A hidden test's cel
 student's code printed while it ran is kept.
 """
 
+from __future__ import annotations
+
 import ast
 import base64
 import contextlib
 import io
 import sys
 import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import nbformat
 
 from ..sandbox import wire
 from . import asserts
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from nbformat import NotebookNode
 
 VALUE_LIMIT = 10_000  # characters of a cell's value shown
 PASSED = "✔ passed"  # under a visible test that passed (one that failed shows its error)
@@ -28,11 +36,11 @@ PASSED = "✔ passed"  # under a visible test that passed (one that failed shows
 class Shown:
     "The outputs of one cell as it runs: see the module's docstring."
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.printed = wire.Printed()
         self.value, self.figures, self.error, self.passed = None, [], None, False
 
-    def outputs(self):
+    def outputs(self) -> list[NotebookNode]:
         "The cell's outputs, as nbformat outputs of the types grading.reports.page.plain_output keeps."
         made = [nbformat.v4.new_output("stream", name=name, text=text) for name, text in self.printed.parts()]
         if self.value is not None:
@@ -47,7 +55,7 @@ class Shown:
 
 
 @contextlib.contextmanager
-def captured(shown):
+def captured(shown: Shown | None) -> Iterator[None]:
     "sys.stdout and sys.stderr go into `shown` (None: nowhere) while the cell runs; warnings too, as Jupyter shows them."
     sink = shown.printed if shown is not None else wire.Printed(0)
     saved = sys.stdout, sys.stderr
@@ -60,7 +68,7 @@ def captured(shown):
         sys.stdout, sys.stderr = saved
 
 
-def run(source, name, namespace, explain=False):
+def run(source: str, name: str, namespace: dict[str, object], explain: bool = False) -> object:
     """exec the cell's `source` in `namespace`, as a notebook does: return the value of its last expression (or None).
     `explain`: its asserts say what came back (grading.grade.asserts; a visible test's cell)."""
     tree = ast.parse(source, name)
@@ -75,7 +83,7 @@ def run(source, name, namespace, explain=False):
     return None if source.rstrip().endswith(";") else value  # a trailing ';' hides the value, as in Jupyter
 
 
-def show_value(shown, value):
+def show_value(shown: Shown | None, value: object) -> None:
     "The cell's value: a figure as PNG, anything else as its repr (cut to VALUE_LIMIT characters)."
     if shown is None or value is None:
         return
@@ -89,7 +97,7 @@ def show_value(shown, value):
     shown.value = text if len(text) <= VALUE_LIMIT else text[:VALUE_LIMIT] + " ..."
 
 
-def take_figures(shown):
+def take_figures(shown: Shown | None) -> None:
     "The figures the cell left open, as PNG (Jupyter's inline backend shows them after the cell), then closed."
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None:
@@ -104,7 +112,7 @@ def take_figures(shown):
         pyplot.close("all")
 
 
-def png_of(figure):
+def png_of(figure: Figure) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight")
     return base64.b64encode(buffer.getvalue()).decode()

@@ -14,8 +14,11 @@ inputs passes `matmul(a, b) == a.data @ b.data`. So every call's changes to the 
   stays as the test made it, as if the student had been handed a copy.
 """
 
+from __future__ import annotations
+
 import inspect
 from collections import deque
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -36,14 +39,16 @@ MAY_CHANGE = {  # every other exercise may change nothing it is given (a backwar
 KEEPS = {"run_backward": ("data", "requires_grad"), "accumulate": ("data", "requires_grad")}
 
 
-def signature_of(function):
+def signature_of(function: Callable) -> inspect.Signature | None:
     try:
         return inspect.signature(function)
     except (TypeError, ValueError):
         return None
 
 
-def named_arguments(signature, args, kwargs):
+def named_arguments(
+    signature: inspect.Signature | None, args: Sequence[object], kwargs: dict[str, object]
+) -> dict[str, object]:
     "{parameter name: value} of one call (positional names arg0, arg1, ... where the signature does not bind)."
     if signature is not None:
         try:
@@ -54,13 +59,13 @@ def named_arguments(signature, args, kwargs):
     return {**{f"arg{i}": value for i, value in enumerate(args)}, **kwargs}
 
 
-def changeable(qualname, named):
+def changeable(qualname: str, named: dict[str, object]) -> dict[str, object]:
     "The arguments the call may change: those MAY_CHANGE declares for its exercise."
     names = MAY_CHANGE.get(qualname, ())
     return {name: named[name] for name in names if name in named}
 
 
-def object_paths(named, number_of):
+def object_paths(named: dict[str, object], number_of: dict[int, int]) -> PathTo:
     """{wire number: how the test's arguments reach that object ('b.data', 'params[0].grad')}, nearest first. Each
     object keeps only a link to where it was reached from, so a graph 20,000 operations deep costs 20,000 links, not
     20,000 ever longer strings; the path is spelled out when asked for (`PathTo`)."""
@@ -87,7 +92,7 @@ def object_paths(named, number_of):
 class PathTo(dict):
     "{wire number: link}; path(number) spells the way to it ('params[0].data')."
 
-    def get(self, number, default=None):
+    def get(self, number: int, default: str | None = None) -> str | None:
         link = super().get(number)
         if link is None:
             return default
@@ -98,14 +103,16 @@ class PathTo(dict):
         path = "".join(reversed(steps))
         return path if len(path) <= 120 else f"{steps[-1]}...{path[-100:]}"  # deep in a graph: its ends
 
-    def __getitem__(self, number):
+    def __getitem__(self, number: int) -> str:
         path = self.get(number)
         if path is None:
             raise KeyError(number)
         return path
 
 
-def keeping(names, allowed, table, objects, number_of):
+def keeping(
+    names: tuple[str, ...], allowed: set[int], table: list[list], objects: dict[int, object], number_of: dict[int, int]
+) -> tuple[set[int], list[list]]:
     """`allowed` less the arrays that are attribute `names` of a tensor in it, and `table` with those attributes of
     each such tensor as the grader has them: the change of a tensor's data, in place or by a new array, is not taken."""
     tensors = {n: objects[n] for n in allowed if n in objects and is_tensor(objects[n])}
@@ -126,11 +133,11 @@ def keeping(names, allowed, table, objects, number_of):
     return allowed - held, kept
 
 
-def is_tensor(value):
+def is_tensor(value: object) -> bool:
     return type(value).__name__ == "Tensor" and is_course_object(value)
 
 
-def is_course_object(value):
+def is_course_object(value: object) -> bool:
     module = getattr(type(value), "__module__", "") or ""
     return (
         hasattr(value, "__dict__")
@@ -147,14 +154,23 @@ IN_PLACE_HINTS = dict.fromkeys(
 )
 
 
-def may_change(qualname, named, number_of):
+def may_change(qualname: str, named: dict[str, object], number_of: dict[int, int]) -> set[int]:
     """The wire numbers of the objects a call may change: those its changeable arguments reach when the call begins.
     Taken once per call, before any of its messages is applied: run_backward releases the graph it walks, and a set
     taken from the released graph would refuse the later changes to it (a retained gradient, the last release)."""
     return set(object_paths(changeable(qualname, named), number_of))
 
 
-def check_changes(qualname, named, table, number_of, first_worker_number, allowed=None, objects=None):
+def check_changes(
+    qualname: str,
+    named: dict[str, object],
+    table: list[list],
+    number_of: dict[int, int],
+    first_worker_number: int,
+    *,
+    allowed: set[int] | None = None,
+    objects: dict[int, object] | None = None,
+) -> list[list]:
     """The object table of a reply, less the changes this call may not make; raises ValueError, naming the argument,
     when the call changed an array it was not allowed to change. `allowed`: may_change() taken when the call began
     (taken now if not given). `objects`: {wire number: the grader's object}, for KEEPS."""

@@ -5,30 +5,32 @@ environment (OUT/.grading/reference-check.json, and the grading cache's referenc
 folder) until the course's notebooks, the Python, its packages or the limits change.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from ..authoring.course import cache_root, private_folder
 from ..common.answers import solved
 from ..common.errors import GradingError
-from ..common.notebooks import (
-    file_fingerprint,
-    read_notebook,
-    write_atomic,
-    write_notebook,
-)
+from ..common.notebooks import file_fingerprint, read_notebook, write_atomic, write_notebook
 from ..sandbox import sandbox
 from . import heldout
 from .regrade import GRADER_VERSION, held_out_part
 from .runner import load_result
 from .spec import digest
 
+if TYPE_CHECKING:
+    from .run import Log, Run
+    from .runner import Runner
+
 REFERENCE = "reference-solution"  # the reference check's student name (a job of its own, under OUT/.grading)
 
 
-def check_reference(run, runner, assignments, log):
+def check_reference(run: Run, runner: Runner, assignments: list[str], log: Log) -> None:
     """Grade the instructor's solution of every assignment about to be graded, in the same sandbox and with the same
     limits as the students'. Anything short of full marks and a clean note is a fault of the grading environment
     (a Python without the course's packages, a sandbox that cannot see them, limits too small): raise GradingError,
@@ -43,7 +45,7 @@ def check_reference(run, runner, assignments, log):
     folder = run.state / "reference-check"
     failures, lock = [], threading.Lock()
 
-    def check(assignment):
+    def check(assignment: str) -> None:
         path = folder / "submission" / assignment / f"{assignment}.ipynb"
         released = read_notebook(run.state / "master" / "release" / assignment / f"{assignment}.ipynb")
         write_notebook(solved(released, run.instructor[assignment]), path)
@@ -58,9 +60,9 @@ def check_reference(run, runner, assignments, log):
             assignment,
             path,
             fingerprint,
-            run.jobs / f"{REFERENCE}__{assignment}.json",
-            folder / "feedback" / f"{assignment}.html",
-            folder / "page" / f"{assignment}.html",
+            result=run.jobs / f"{REFERENCE}__{assignment}.json",
+            feedback=folder / "feedback" / f"{assignment}.html",
+            page=folder / "page" / f"{assignment}.html",
         )
         result, failure = runner.run(spec, run.jobs / f"{REFERENCE}__{assignment}.spec.json")
         with lock:
@@ -96,7 +98,7 @@ class CheckedElsewhere:
 
     KEEP = 2000  # entries: the file stays small, the oldest go first
 
-    def __init__(self, run, key):
+    def __init__(self, run: Run, key: str) -> None:
         folder = cache_root()
         folder = private_folder(folder) if folder is not None else None
         self.path = folder / "reference-checks.json" if folder is not None else None
@@ -104,14 +106,14 @@ class CheckedElsewhere:
         self.entry = lambda a: digest("\0".join([self.course, key, a, run.held_out_digest(a)]))
         self.passed = self.read() if self.course else set()
 
-    def read(self):
+    def read(self) -> set[str]:
         found = load_result(self.path) if self.path is not None else None
         return {str(e) for e in found} if isinstance(found, list) else set()
 
-    def has(self, assignment):
+    def has(self, assignment: str) -> bool:
         return self.entry(assignment) in self.passed
 
-    def add(self, assignment):
+    def add(self, assignment: str) -> None:
         "Remember a pass (with what other runs added meanwhile; one lost to a run writing at once is checked again)."
         if self.path is None or not self.course:
             return
@@ -122,7 +124,7 @@ class CheckedElsewhere:
             pass  # a full disk or a removed cache: the next run checks again
 
 
-def held_out_hint(run, failed):
+def held_out_hint(run: Run, failed: list[str]) -> str:
     "What to check when a notebook measured on the instructor's held-out digits fails the reference check."
     if not any(run.held_out_digest(a) for a in failed):
         return ""
@@ -133,7 +135,7 @@ def held_out_hint(run, failed):
     )
 
 
-def environment_key(run, runner):
+def environment_key(run: Run, runner: Runner) -> str:
     "What the reference check's verdict depends on besides the notebooks: the Python, its packages, the limits."
     import site
 

@@ -6,36 +6,38 @@ those tests are graded again (merge). Results of submissions not in this run, th
 of the earlier runs are kept too.
 """
 
+from __future__ import annotations
+
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common.errors import GradingError
 from ..common.layout import UNFINISHED, late_policy_file
-from ..common.notebooks import (
-    file_fingerprint,
-    nbgrader_meta,
-    write_atomic,
-)
+from ..common.notebooks import file_fingerprint, nbgrader_meta, write_atomic
 from ..reports.feedback import publish as publish_feedback
-from ..reports.late import (
-    Late,
-    describe_policy,
-    policy_of_record,
-    policy_record,
-)
+from ..reports.late import Late, describe_policy, policy_of_record, policy_record
 from .gradebook import feedback_path, kept_notebook, page_path, result_path
 from .runner import load_result
 from .spec import digest, manual_note
 from .variant import variant_id
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from ..reports.late import Policy
+    from .gradebook import Row
+    from .run import Found, Log, Run, Todo
+
 GRADER_VERSION = "6"  # part of every result's fingerprint: bump it when grading itself changes
 
 
-def setup_fingerprint(notebook):
+def setup_fingerprint(notebook: NotebookNode) -> str:
     "Everything in the instructor's notebook but its test cells: when it changes, every test is graded again."
     return digest(GRADER_VERSION + "".join(c.source for c in notebook.cells if not nbgrader_meta(c).get("grade")))
 
 
-def plan(previous, fingerprint, tests):
+def plan(previous: dict | None, fingerprint: dict[str, str], tests: dict[str, tuple[float, str]]) -> str:
     "'skip', 'tests' (only some tests changed) or 'all', given the previous result (or None)."
     if previous is None or previous.get("fingerprint") != fingerprint or previous.get("problem"):
         return "all"  # new, changed, or not graded last time (a fault of the grader's)
@@ -43,7 +45,7 @@ def plan(previous, fingerprint, tests):
     return "skip" if old == {t: f for t, (_, f) in tests.items()} else "tests"
 
 
-def merge(previous, new, tests):
+def merge(previous: dict, new: dict, tests: dict[str, tuple[float, str]]) -> dict:
     "Keep the previous score of every test whose cell did not change; take the new one for the others."
     regraded = []
     for test_id, (_, fingerprint) in tests.items():
@@ -57,7 +59,9 @@ def merge(previous, new, tests):
     return new
 
 
-def plan_run(run, found, tests):
+def plan_run(
+    run: Run, found: list[Found], tests: dict[str, dict[str, tuple[float, str]]]
+) -> tuple[dict[tuple[str, str], dict], list[Todo]]:
     "({(student, assignment): kept result}, [what to grade: (student, assignment, path, fingerprint, previous)])."
     setup = {stem: setup_fingerprint(nb) for stem, nb in run.instructor.items()}
     done, todo = {}, []
@@ -77,13 +81,13 @@ def plan_run(run, found, tests):
     return done, todo
 
 
-def held_out_part(run, assignment):
+def held_out_part(run: Run, assignment: str) -> dict[str, str]:
     "The fingerprint's part for the instructor's held-out digits: their hash where the notebook uses them."
     found = run.held_out_digest(assignment)
     return {"held_out": found} if found else {}
 
 
-def refeedback(out, result, policy):
+def refeedback(out: Path, result: dict, policy: str) -> dict:
     "A kept result whose feedback page was written under another policy: write the page again, from the kept run."
     if result.get("feedback", "full") == policy or result.get("problem"):
         return result
@@ -96,7 +100,7 @@ def refeedback(out, result, policy):
     return result
 
 
-def earlier_results(out, found, problems, log):
+def earlier_results(out: Path, found: list[Found], problems: list[Row], log: Log) -> dict[tuple[str, str], dict]:
     """{(student, assignment): result} of OUT/results that this run does not grade: another class graded into OUT, or
     an assignment collected into another SUBMISSIONS folder. They stay in the table and the gradebook (a run used to
     drop them from both without a word); the warning names their students."""
@@ -122,7 +126,7 @@ def earlier_results(out, found, problems, log):
     return kept
 
 
-def earlier_late(out, kept):
+def earlier_late(out: Path, kept: dict[tuple[str, str], dict]) -> dict[tuple[str, str], Late]:
     "{(student, assignment): grading.reports.late.Late} of the kept results, as the gradebook of their run says."
     try:
         book = json.loads((out / "gradebook.json").read_text())
@@ -141,14 +145,14 @@ def earlier_late(out, kept):
     return late
 
 
-def mark_unfinished(state, todo, done):
+def mark_unfinished(state: Path, todo: list[Todo], done: dict[tuple[str, str], dict]) -> int:
     "Write which submissions of `todo` are not graded yet (state/UNFINISHED); return how many."
     left = [[student, assignment] for student, assignment, *_ in todo if (student, assignment) not in done]
     write_atomic(state / UNFINISHED, json.dumps({"left": left}))
     return len(left)
 
 
-def remembered_policy(out, log):
+def remembered_policy(out: Path, log: Log) -> Policy | None:
     """The late policy of the last run into OUT that was given one (None if none was): a run without late options keeps
     it, so that grading again after a fix does not drop every penalty without a word (an instructor's finding)."""
     path = late_policy_file(out)
@@ -166,7 +170,7 @@ def remembered_policy(out, log):
     return policy
 
 
-def remember_policy(out, policy):
+def remember_policy(out: Path, policy: Policy) -> None:
     "Keep the late policy the options gave for the next runs into OUT (remembered_policy)."
     late_policy_file(out).parent.mkdir(parents=True, exist_ok=True)
     write_atomic(late_policy_file(out), json.dumps(policy_record(policy), indent=1))

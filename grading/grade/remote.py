@@ -6,10 +6,16 @@ back, and keeps only the changes a call may make to the grader's objects (gradin
 the call's limit or the notebook's time (grading.grade.clock.Budget).
 """
 
+from __future__ import annotations
+
 import os
 import select
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -20,17 +26,9 @@ from .ownership import check_changes, may_change, object_paths
 from .student_errors import StudentError, exception_of, students
 
 GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
-
-
 BACKSTOP = 1  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
-
-
 CALLBACK_MB = 64  # the most one of the student's calls of a grader's function may make the grader compute on
-
-
 STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start and say hello
-
-
 RESTARTS = 5  # times a crashed or hung worker is started again
 
 
@@ -38,20 +36,42 @@ class CellTimeout(BaseException):
     "A cell of the grader's ran past its time."
 
 
+@dataclass(frozen=True)
+class Call:
+    "One call of the student's function: what the grader checks of the changes its messages make."
+
+    qualname: str
+    named: dict[str, object]  # the call's arguments by parameter name (grading.grade.ownership.named_arguments)
+    readonly: bool  # a backward rule's call: it may change nothing of the grader's
+    allowed: set[int] | None = None  # the wire numbers it may change (ownership.may_change), taken before it ran
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    "How a worker is started: the same for every worker of one pass of the notebook (grading.grade.verdict)."
+
+    plan: dict  # the worker's first message: the student's package, the module, its exported cells, the cell timeout
+    binds: list[tuple[Path, str]]  # (a folder of the grader's, where the sandbox sees it)
+    limits: dict[str, int]  # the sandbox's limits (grading.sandbox.sandbox.start: memory_mb, cpu_seconds)
+    sandboxed: bool  # each worker in a bubblewrap sandbox of its own
+    script: str  # the worker's script, as the worker's process sees it
+
+
 class Worker:
     "One sandboxed worker process with the student's package, fed one call at a time."
 
-    def __init__(self, plan, binds, limits, sandboxed, script, stopwatch):
+    def __init__(self, setup: WorkerSetup, stopwatch: Stopwatch) -> None:
+        plan, sandboxed, script = setup.plan, setup.sandboxed, setup.script
         started = time.perf_counter()
         child_in, self.to_child = os.pipe()
         self.from_child, child_out = os.pipe()
         try:
             self.process = sandbox.start(
                 [sandbox.interpreter(), "-I", script, str(child_in), str(child_out)],
-                binds,
+                setup.binds,
                 pass_fds=(child_in, child_out),
                 sandboxed=sandboxed,
-                **limits,
+                **setup.limits,
             )
         except OSError as error:
             raise GraderFault(f"the sandbox could not be started ({error})") from None
@@ -75,15 +95,15 @@ class Worker:
         self.import_error, self.calls = header.get("error"), 0
         self.import_printed = header.get("printed")  # what the student's module printed when it was imported
 
-    def send(self, data):
+    def send(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self.to_child, view) :]
 
-    def receive(self, budget):
+    def receive(self, budget: Budget) -> tuple[dict, list[np.ndarray]]:
         "The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is spent."
 
-        def read(n):
+        def read(n: int) -> bytes:
             while not self.buffer:
                 ready, _, _ = select.select([self.from_child], [], [], budget.next_wait())
                 if not ready:
@@ -98,7 +118,7 @@ class Worker:
 
         return wire.unpack(read)
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.send(wire.pack({"op": "end"}, []))
         except OSError:
@@ -120,8 +140,8 @@ class Remote:
     tests' worker sets them to lasts until the end of its cell (grade_cells puts them back), so it cannot hand a
     hidden input to the first through them."""
 
-    def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
-        self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
+    def __init__(self, setup: WorkerSetup, graded_module: ModuleType) -> None:
+        self.setup, self.plan = setup, setup.plan
         self.graded, self.restarts, self.first_import = graded_module, 0, "not started"
         self.workers, self.hidden = {False: None, True: None}, False
         self.stopwatch = Stopwatch()
@@ -136,20 +156,20 @@ class Remote:
         self.import_printed = None  # what the first worker's import printed (the page shows it)
 
     @property
-    def worker(self):
+    def worker(self) -> Worker | None:
         return self.workers[self.hidden]
 
     @worker.setter
-    def worker(self, value):
+    def worker(self, value: Worker | None) -> None:
         self.workers[self.hidden] = value
 
-    def ensure_worker(self):
+    def ensure_worker(self) -> Worker:
         if self.worker is not None:
             return self.worker
         if self.restarts > RESTARTS:
             raise StudentError(f"not run: your code crashed or hung {self.restarts} times")
         try:
-            self.worker = Worker(self.plan, self.binds, self.limits, self.sandboxed, self.script, self.stopwatch)
+            self.worker = Worker(self.setup, self.stopwatch)
         except GraderFault as fault:
             self.fault = fault  # kept: a test cell that catches every exception must not hide it
             raise
@@ -162,7 +182,7 @@ class Remote:
             self.first_import, self.import_printed = self.worker.import_error, self.worker.import_printed
         return self.worker
 
-    def event(self, message):
+    def event(self, message: str) -> StudentError:
         """A crash or a hang: it fails the test it happened in, and the note names it once, unless it happened in a
         hidden test: the note is shown at once (Gradescope's output), and whether the code crashed or hung on a
         hidden input is a bit of it (red team round 6); the hidden test's own result says so where it is shown."""
@@ -170,18 +190,27 @@ class Remote:
             self.events.append(message)
         return StudentError(message)
 
-    def drop_worker(self):
+    def drop_worker(self) -> None:
         if self.worker is not None:
             self.worker.close()
             self.worker, self.restarts = None, self.restarts + 1
 
-    def close(self):
+    def close(self) -> None:
         for hidden, worker in self.workers.items():
             if worker is not None:
                 worker.close()
                 self.workers[hidden] = None
 
-    def call(self, qualname, args, kwargs, readonly, named=None, quiet=False):
+    def call(
+        self,
+        qualname: str,
+        args: Sequence[object],
+        kwargs: dict[str, object],
+        *,
+        readonly: bool,
+        named: dict[str, object] | None = None,
+        quiet: bool = False,
+    ) -> object:
         """Call the student's `qualname` on the grader's `args`; `named`: the same arguments by parameter name, for
         saying which one a call changed (grading.grade.ownership)."""
         worker = self.ensure_worker()
@@ -202,6 +231,25 @@ class Remote:
         except wire.WireError as error:
             raise RuntimeError(f"the grader cannot send the arguments of {qualname} to your code: {error}") from None
         allowed = None if readonly else may_change(qualname, named, session.number_of)  # before any change applies
+        call = Call(qualname, named, readonly, allowed)
+        reply, arrays = self.exchange(worker, session, request, call)
+        if self.printed is not None:  # what the student's code printed in this call, as text (the page shows it)
+            self.printed.extend(reply.get("printed"))
+        self.accept_changes(session, reply, call)
+        try:
+            values = session.receive(reply, arrays)
+        except wire.WireError as error:
+            error = StudentError(f"{qualname} sent back something the grader cannot check: {error}")
+            raise students(error, qualname, f"your {qualname} sent back something the grader cannot check") from None
+        set_flags(self.graded, reply.get("globals", {}))
+        if reply.get("op") == "raise":
+            raise exception_of(reply, qualname)
+        return values.get("value")
+
+    def exchange(self, worker: Worker, session: wire.Session, request: bytes, call: Call) -> tuple[dict, list]:
+        """Send one call's request and answer its callbacks; return its reply (a return or a raise) and the reply's
+        arrays. A crash, a hang or a reply that is not plain data drops the worker and fails the call."""
+        qualname = call.qualname
         started = time.perf_counter()
         wait = BACKSTOP * worker.timeout  # the CPU limit comes first; a call that sleeps meets this one
         left = self.budget.remaining() if self.budget is not None else wait
@@ -214,10 +262,10 @@ class Remote:
                 if reply.get("call") != worker.calls or reply.get("op") not in ("return", "raise", "callback"):
                     raise wire.WireError("a reply out of turn")
                 if reply.get("op") != "callback":
-                    break
+                    return reply, arrays
                 with self.stopwatch("callbacks"):
                     # before the grader's code runs
-                    self.accept_changes(qualname, session, reply, named, readonly, allowed)
+                    self.accept_changes(session, reply, call)
                     worker.send(self.run_callback(session, reply, arrays))
         except TimeoutError:
             self.drop_worker()
@@ -244,25 +292,14 @@ class Remote:
             raise
         finally:
             self.stopwatch.add("student", time.perf_counter() - started)  # (callbacks included: see grading.grade.job)
-        if self.printed is not None:  # what the student's code printed in this call, as text (the page shows it)
-            self.printed.extend(reply.get("printed"))
-        self.accept_changes(qualname, session, reply, named, readonly, allowed)
-        try:
-            values = session.receive(reply, arrays)
-        except wire.WireError as error:
-            error = StudentError(f"{qualname} sent back something the grader cannot check: {error}")
-            raise students(error, qualname, f"your {qualname} sent back something the grader cannot check") from None
-        set_flags(self.graded, reply.get("globals", {}))
-        if reply.get("op") == "raise":
-            raise exception_of(reply, qualname)
-        return values.get("value")
 
-    def accept_changes(self, qualname, session, reply, named, readonly, allowed=None):
+    def accept_changes(self, session: wire.Session, reply: dict, call: Call) -> None:
         """Check what a message of the student's code changes of the grader's objects, and keep only what it may:
         nothing for a rule (read-only), an exercise's own arguments otherwise (grading.grade.ownership). Every message
         is checked, its reply and the callbacks on the way: a callback's message would change them first."""
+        qualname, named = call.qualname, call.named
         try:
-            if readonly:
+            if call.readonly:
                 changed = changed_inputs(session, reply, named)
                 if changed:
                     raise wire.EXCEPTIONS["ValueError"](
@@ -271,13 +308,19 @@ class Remote:
                 reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= wire.WORKER_NUMBERS]
             elif isinstance(reply.get("objects"), list):
                 reply["objects"] = check_changes(
-                    qualname, named, reply["objects"], session.number_of, wire.WORKER_NUMBERS, allowed, session.objects
+                    qualname,
+                    named,
+                    reply["objects"],
+                    session.number_of,
+                    wire.WORKER_NUMBERS,
+                    allowed=call.allowed,
+                    objects=session.objects,
                 )
         except (TypeError, IndexError, KeyError, AttributeError, RecursionError):
             error = StudentError(f"{qualname} sent back a malformed object table")
             raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None
 
-    def run_callback(self, session, reply, arrays):
+    def run_callback(self, session: wire.Session, reply: dict, arrays: list[np.ndarray]) -> bytes:
         "The worker asks to call one of the grader's functions (a test's lambda, say): run it here, on the data."
         try:
             values = session.receive(reply, arrays)
@@ -305,7 +348,7 @@ class Remote:
             )
 
 
-def request_too_big(args, kwargs):
+def request_too_big(args: Sequence[object], kwargs: dict[str, object]) -> str | None:
     """Why a callback's arguments are more than the grader will compute on (None when they are not): their size, or
     the size of their broadcast together (a (10000, 1) and a (1, 10000) array are 160 KB, and 800 MB added)."""
     arrays = []
@@ -328,7 +371,7 @@ def request_too_big(args, kwargs):
     return None
 
 
-def changed_inputs(session, reply, named):
+def changed_inputs(session: wire.Session, reply: dict, named: dict[str, object]) -> str | None:
     "What a read-only call changed of the grader's tensors and arrays (a rule must not), named: 'grad_output'."
     paths = None
     for entry in reply.get("objects", []):
@@ -341,7 +384,7 @@ def changed_inputs(session, reply, named):
     return None
 
 
-def resolve_trusted_class(module, qualname):
+def resolve_trusted_class(module: object, qualname: object) -> type:
     """The class `qualname` defined in the course's module `module` (a Tensor, a rule, a layer), which the grader makes
     objects of with its `__new__`. Only a class defined there: a path through the module's imports (`np._core…`)
     once reached NumPy's own types, one of which crashes the grader's process when made that way (red team round 4)."""
@@ -362,7 +405,7 @@ def resolve_trusted_class(module, qualname):
     return value
 
 
-def set_flags(module, values):
+def set_flags(module: ModuleType, values: object) -> None:
     """The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them. A flag
     keeps its type, and a string is never taken (it could carry anything); nor is a constant (a name in capitals:
     the reference rules and the grader's own messages read them, wire.flags)."""
@@ -374,7 +417,7 @@ def set_flags(module, values):
             setattr(module, name, value)
 
 
-def restore_flags(module, values):
+def restore_flags(module: ModuleType, values: dict[str, object]) -> None:
     "Put the module's flags back as `values` (wire.flags) has them: after a hidden cell, see grade_cells."
     for name, value in values.items():
         setattr(module, name, value)

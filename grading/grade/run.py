@@ -2,20 +2,33 @@
 instructor's policies (`Policies`), and the job (grading.grade.spec.Spec) it makes of one submitted notebook.
 """
 
+from __future__ import annotations
+
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common.defaults import CELL_TIMEOUT, MEMORY_MB, NOTEBOOK_TIMEOUT
-from ..reports.late import (
-    Policy,
-)
+from ..reports.late import Policy
 from . import heldout
 from .spec import Spec
 from .variant import variant_id
 
+if TYPE_CHECKING:
+    from datetime import datetime
 
-def module_of(notebook):
+    from nbformat import NotebookNode
+
+
+Log = Callable[[str], None]  # where a run's lines go (the console); a warning starts with "warning: "
+Found = tuple[str, str, Path]  # a submission to grade: (student, assignment, the notebook)
+# what to grade (regrade.plan_run): a submission, its fingerprint, and the previous result whose unchanged tests stay
+Todo = tuple[str, str, Path, dict[str, str], dict | None]
+
+
+def module_of(notebook: NotebookNode) -> str | None:
     "The module a notebook exports to (from its `#| default_exp` line), e.g. 'tinytorch.core.elementwise'."
     for cell in notebook.cells:
         for line in cell.source.splitlines():
@@ -30,9 +43,9 @@ class Policies:
 
     secret: bytes  # the course secret (grading.grade.variant): it stays in this process
     feedback: str = "full"  # what the students' pages show (grading.reports.feedback)
-    late: Policy = None  # due dates and the penalty (grading.reports.late)
-    now: object = None  # the late policy's clock: a datetime, or None for the real one
-    held_out: heldout.HeldOut = None  # the instructor's own held-out digits (grading.grade.heldout), or None
+    late: Policy | None = None  # due dates and the penalty (grading.reports.late)
+    now: datetime | None = None  # the late policy's clock: a datetime, or None for the real one
+    held_out: heldout.HeldOut | None = None  # the instructor's own held-out digits (grading.grade.heldout), or None
 
 
 @dataclass
@@ -41,8 +54,8 @@ class Run:
 
     out: Path
     state: Path  # OUT/.grading: the master course, the reference and released packages, the reference check
-    notebooks: dict  # {stem: the instructor's notebook path}
-    instructor: dict  # {stem: the instructor's notebook}
+    notebooks: dict[str, Path]  # {stem: the instructor's notebook path}
+    instructor: dict[str, NotebookNode]  # {stem: the instructor's notebook}
     sandboxed: bool
     policies: Policies
     cell_timeout: int = CELL_TIMEOUT
@@ -50,21 +63,31 @@ class Run:
     memory_mb: int = MEMORY_MB
     student_user: str = ""  # where bwrap cannot run, the user students' code runs as (grading.sandbox.sandbox)
     cluster: str = ""  # a Dask scheduler's address, or local:N: grade there (grading.grade.cluster); "" grades here
-    scratch: Path = None  # where this run's jobs make their folders
-    jobs: Path = None  # this run's job specs, logs and results
+    scratch: Path | None = None  # where this run's jobs make their folders
+    jobs: Path | None = None  # this run's job specs, logs and results
     held_out_file: str = ""  # the copy of policies.held_out the jobs read (in `jobs`), or ""
 
     @functools.cached_property
-    def modules(self):
+    def modules(self) -> dict[str, str | None]:
         "{stem: the module its notebook exports}, read once per run."
         return {stem: module_of(nb) for stem, nb in self.instructor.items()}
 
-    def held_out_digest(self, assignment):
+    def held_out_digest(self, assignment: str) -> str:
         "The hash of the instructor's held-out digits where `assignment`'s hidden tests measure with them, else ''."
         held_out = self.policies.held_out
         return held_out.digest if held_out and heldout.uses(self.instructor[assignment]) else ""
 
-    def spec(self, student, assignment, path, fingerprint, result, feedback, page):
+    def spec(
+        self,
+        student: str,
+        assignment: str,
+        path: Path | str,
+        fingerprint: dict[str, str],
+        *,
+        result: Path | str,
+        feedback: Path | str,
+        page: Path | str,
+    ) -> Spec:
         "The job of grading one notebook (grading.grade.job.Spec)."
         modules, order = self.modules, list(self.notebooks)
         return Spec(

@@ -6,6 +6,8 @@ and the next run grades it again. Ctrl-C (or SIGTERM) stops the run at once: no 
 running job is killed with its sandboxes (they die with their parent), and nothing already graded is lost.
 """
 
+from __future__ import annotations
+
 import concurrent.futures
 import json
 import os
@@ -13,14 +15,19 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 from ..common.environment import ONE_BLAS_THREAD
 from ..common.notebooks import REPO
 from .clock import Budget
-from .forkserver import ForkServer, ForkServerGone, kill_group
+from .forkserver import ForkServer, ForkServerGone, Job, kill_group
 from .limits import limit_memory
 from .spec import FAULT
+
+if TYPE_CHECKING:
+    from .spec import Spec
 
 # A job is `python -m grading.grade.job SPEC` (grading/__init__.py leaves out a module that takes a second to import).
 JOB = "import sys; from grading.grade.job import main; sys.exit(main())"
@@ -34,7 +41,7 @@ class Interrupted(Exception):
     "The run was stopped (Ctrl-C): a job killed for that has no result, and none is recorded."
 
 
-def not_graded(why):
+def not_graded(why: str) -> str:
     "The note of a row the grader could not grade, for a reason of its own."
     return f"not graded: {why}. This is a fault of the grader, not of the submission; run autograde again to grade it"
 
@@ -42,14 +49,14 @@ def not_graded(why):
 class Runner:
     "Starts job processes and can kill every one of them at once."
 
-    def __init__(self, workers, timeout, warm=True):
+    def __init__(self, workers: int, timeout: float, warm: bool = True) -> None:
         self.workers, self.timeout = max(1, workers), timeout
         self.running, self.lock, self.stopping = set(), threading.Lock(), threading.Event()
         self.environment = ""  # where the jobs run, for the reference check's record: here, the grader's own Python
         # warm: jobs are forks of a process that has the grader imported (grading.grade.forkserver); else each a new Python
         self.forkserver = ForkServer(job_env(), REPO) if warm else None
 
-    def start(self, spec_path, log, output):
+    def start(self, spec_path: Path | str, log: Path, output: IO[str]) -> subprocess.Popen | Job:
         "Start the job for `spec_path`, its output going to `log` (an open file of that path)."
         if self.forkserver is not None:
             try:
@@ -67,7 +74,7 @@ class Runner:
             preexec_fn=limit_memory,
         )
 
-    def run(self, spec, spec_path):
+    def run(self, spec: Spec, spec_path: Path | str) -> tuple[dict | None, str | None]:
         """Run one job; return (result, None) or (None, why it could not be graded). Raises Interrupted when the
         run is being stopped."""
         spec.save(spec_path)
@@ -103,19 +110,19 @@ class Runner:
             return result, None
         return None, not_graded(cause(process.returncode, log))
 
-    def stop(self):
+    def stop(self) -> None:
         "Start no more jobs and kill the running ones (their sandboxes die with them)."
         with self.lock:
             self.stopping.set()
             for process in self.running:
                 kill(process)
 
-    def close(self):
+    def close(self) -> None:
         "Stop the fork server (grading.grade.cluster.ClusterRunner lets go of its cluster)."
         if self.forkserver is not None:
             self.forkserver.close()
 
-    def map(self, function, items, progress=None):
+    def map(self, function: Callable[[Any], object], items: Sequence[Any], progress: Callable | None = None) -> None:
         "Call `function(item)` for every item, `workers` at a time; on Ctrl-C stop everything, then re-raise."
         pool = concurrent.futures.ThreadPoolExecutor(self.workers)
         try:
@@ -135,7 +142,7 @@ class Runner:
         pool.shutdown(wait=True)
 
 
-def wait(process, budget, stopping):
+def wait(process: subprocess.Popen | Job, budget: Budget, stopping: threading.Event) -> bool:
     "Wait for the process to end; False when the budget ran out first (or the run is stopping)."
     while process.poll() is None:
         if stopping.is_set() or budget.expired():
@@ -147,12 +154,12 @@ def wait(process, budget, stopping):
     return True
 
 
-def kill(process):
+def kill(process: subprocess.Popen | Job) -> None:
     kill_group(process.pid)
     process.wait()
 
 
-def cause(returncode, log):
+def cause(returncode: int, log: Path | str) -> str:
     "Why a job ended without a result, in words."
     lines = [line for line in Path(log).read_text(errors="replace").strip().splitlines() if line.strip()]
     last = lines[-1][:300] if lines else ""
@@ -164,16 +171,16 @@ def cause(returncode, log):
     return f"the grading job failed (exit {returncode})" + (f": {last}" if last else "")
 
 
-def job_env():
+def job_env() -> dict[str, str]:
     return {**os.environ, **JOB_ENV, "PATH": job_path()}
 
 
-def job_path():
+def job_path() -> str:
     "PATH for a job: the tools of the grader's own Python first (nbgrader and jupyter start some by name)."
     return os.pathsep.join([os.path.dirname(os.path.abspath(sys.executable)), os.environ.get("PATH", "/usr/bin:/bin")])
 
 
-def load_result(path):
+def load_result(path: Path | str) -> dict | None:
     try:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):

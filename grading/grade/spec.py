@@ -7,9 +7,13 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common.defaults import MEMORY_MB, NOTEBOOK_TIMEOUT
 from ..common.notebooks import is_manual_answer, nbgrader_meta, write_atomic
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 @dataclass
@@ -23,7 +27,7 @@ class Spec:
     reference: str  # folder holding the reference tinytorch/ and settings.ini
     module_file: str  # e.g. tinytorch/core/elementwise.py
     module: str  # e.g. tinytorch.core.elementwise
-    earlier_modules: list  # reference modules of the notebooks before this one
+    earlier_modules: list[str]  # reference modules of the notebooks before this one
     scratch: str  # where the job makes its folder
     result: str  # where the result JSON goes
     feedback: str  # where the feedback HTML goes
@@ -34,7 +38,7 @@ class Spec:
         ""  # the unprivileged user the student's code runs as where bwrap cannot run (grading.sandbox.sandbox)
     )
     memory_mb: int = MEMORY_MB
-    fingerprint: dict = field(default_factory=dict)
+    fingerprint: dict[str, str] = field(default_factory=dict)
     variant: str = ""  # this submission's variant of the hidden tests (grading.grade.variant); never the secret
     held_out_digits: str = ""  # the instructor's held-out digits for its hidden tests (grading.grade.heldout), or ""
     feedback_policy: str = "full"  # how much the student's page shows: full, summary or none (grading.reports.feedback)
@@ -42,21 +46,21 @@ class Spec:
     page_cache: str = ""  # a folder where the pages' given cells are kept rendered (grading.reports.page.PageCache)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: Path | str) -> "Spec":
         return cls(**json.loads(Path(path).read_text()))
 
-    def save(self, path):
+    def save(self, path: Path | str) -> None:
         write_atomic(path, json.dumps(asdict(self), indent=1))
 
 
-def digest(text):
+def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 FAULT = 3  # the job's exit status when the grader (not the student's code) failed: the row is not graded
 
 
-def test_cells(instructor):
+def test_cells(instructor: "NotebookNode") -> dict[str, tuple[float, str]]:
     "{test id: (points, fingerprint of its source)} for every graded test cell (written answers are marked by hand)."
     return {
         nbgrader_meta(c)["grade_id"]: (float(nbgrader_meta(c).get("points", 0)), digest(c.source))
@@ -65,12 +69,12 @@ def test_cells(instructor):
     }
 
 
-def manual_points(instructor):
+def manual_points(instructor: "NotebookNode") -> float:
     "The points of the written answers, which the instructor marks by hand (in formgrader): not in the score."
     return sum(float(nbgrader_meta(c).get("points", 0)) for c in instructor.cells if is_manual_answer(c))
 
 
-def manual_note(points):
+def manual_note(points: float) -> str:
     "The feedback's line about the written answers, which this score leaves out."
     if not points:
         return ""

@@ -5,6 +5,13 @@ reference rule here on the same inputs, refuses a rule that agrees only as finit
 first exact answer of a linear rule once more (grading.grade.analytic).
 """
 
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..sandbox import wire
@@ -12,12 +19,15 @@ from . import analytic
 from .ownership import named_arguments, signature_of
 from .student_errors import StudentError, students, timed_out_text
 
+if TYPE_CHECKING:
+    from .remote import Remote
+
 EXACT_FUNCTIONS = {  # exercises that are not rules but return a gradient, pure functions of arrays: refused as a
     "tied_weight_grad",  # rule is when they agree with the reference only as finite differences do (13's test
 }  # computes its expected gradient with numerical_grad, a line a student could copy)
 
 
-def install(space, targets, remote):
+def install(space: ModuleType | dict[str, object], targets: list[tuple[str, str]], remote: Remote) -> None:
     """Replace each exercise in `space` (the grader's copy of the module, or the notebook's namespace for an exercise
     that is not exported) with a stand-in that calls the student's version."""
     for qualname, kind in targets:
@@ -29,7 +39,13 @@ def install(space, targets, remote):
         reference = original if qualname in EXACT_FUNCTIONS else reference
         signature = signature_of(original)
 
-        def stub(*args, _qualname=qualname, _reference=reference, _signature=signature, **kwargs):
+        def stub(
+            *args: object,
+            _qualname: str = qualname,
+            _reference: Callable | None = reference,
+            _signature: inspect.Signature | None = signature,
+            **kwargs: object,
+        ) -> object:
             if _qualname in remote.numerical:  # a probe showed a numerical rule: every call of it fails
                 raise wire.EXCEPTIONS["ValueError"](remote.numerical[_qualname])
             if _qualname in remote.timed_out:  # once is enough: every later call would use up its minutes again
@@ -58,7 +74,9 @@ def install(space, targets, remote):
             setattr(owner, qualname.split(".")[1], property(stub) if kind == "property" else stub)
 
 
-def refuse_numerical_rule(qualname, value, reference, args, kwargs, probe=False):
+def refuse_numerical_rule(
+    qualname: str, value: object, reference: Callable, args: tuple, kwargs: dict[str, object], probe: bool = False
+) -> bool:
     """Fail a backward rule whose gradient agrees with the reference rule's only as finite differences do. With
     `probe` (a linear rule not probed yet), return whether it agrees exactly (to rounding error); else False."""
     try:
@@ -81,7 +99,14 @@ def refuse_numerical_rule(qualname, value, reference, args, kwargs, probe=False)
     return exact
 
 
-def probe_linear_rule(qualname, reference, signature, args, kwargs, remote):
+def probe_linear_rule(
+    qualname: str,
+    reference: Callable,
+    signature: inspect.Signature | None,
+    args: tuple,
+    kwargs: dict[str, object],
+    remote: Remote,
+) -> None:
     """The first time a linear rule is exact, call it on the probes of grading.grade.analytic (saved tensors of mixed
     magnitudes, then with infinite values): a rule exact there too is a formula; one that is not fails this call and
     every later one. The probes' calls run with NumPy's floating-point warnings off: an honest rule's inf - inf is

@@ -5,6 +5,8 @@ is rebuilt here as one of the grader's (exception_of), marked as the student's (
 never quotes text the student's code wrote (describe_hidden): that code saw the hidden inputs.
 """
 
+from __future__ import annotations
+
 import re
 import sys
 
@@ -17,7 +19,7 @@ class StudentError(RuntimeError):
     text is in the student's words; `kind` is the name the page gives it (the student's exception's, or "Error"),
     never this class's, which is the grader's."""
 
-    def __init__(self, message, kind="Error"):
+    def __init__(self, message: str, kind: str = "Error") -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -27,14 +29,14 @@ class StudentError(RuntimeError):
 NAMED_ERRORS = ("NameError", "UnboundLocalError", "ImportError", "ModuleNotFoundError", "EOFError", "OSError")
 
 
-def students(error, qualname, summary=None):
+def students(error: BaseException, qualname: str | None, summary: str | None = None) -> BaseException:
     """Mark `error` as caused by the student's `qualname` (it raised, or sent back what the grader cannot check): in a
     hidden test its text is not shown, only `summary` or the error's kind (see describe_hidden)."""
     error.raised_by_student, error.raised_in, error.summary = True, qualname, summary
     return error
 
 
-def exception_of(reply, qualname=None):
+def exception_of(reply: dict, qualname: str | None = None) -> BaseException:
     "The exception the student's code raised, as one of the grader's, marked as the student's (see run_cell)."
     kind, message = reply.get("type"), str(reply.get("message", ""))
     if kind == "GradcheckError" and "tinytorch.core.gradcheck" in sys.modules:
@@ -66,7 +68,7 @@ def exception_of(reply, qualname=None):
     return students(error, qualname)
 
 
-def timed_out_text(qualname):
+def timed_out_text(qualname: str | None) -> str:
     return f"your {qualname} {wire.CALL_TIMEOUT} (an endless loop, or much too slow)"
 
 
@@ -88,7 +90,7 @@ GRADING_ONLY = {
 }
 
 
-def describe_hidden(error, source=""):
+def describe_hidden(error: BaseException, source: str = "") -> str:
     """A failing hidden test's message for the page, with no text in it that the student's code wrote: that code had
     the hidden inputs, and could spell them out (in digits or in words) in its error, in a string it returned or in a
     class's name. An error of the student's code is named by its kind and the function it came from; the test's own
@@ -112,13 +114,13 @@ def describe_hidden(error, source=""):
     return QUOTED.sub(lambda quote: quote[0] if _in_source(quote[0], source) else "'…'", describe(error))
 
 
-def _in_source(quote, source):
+def _in_source(quote: str, source: str) -> bool:
     "Whether the test's source holds this quoted text, in either kind of quotes (repr writes 'he' for \"he\")."
     inner = quote[1:-1] if len(quote) >= 2 and quote[0] == quote[-1] else None
     return quote in source or (inner is not None and any(f"{q}{inner}{q}" in source for q in "'\""))
 
 
-def notes_of(error):
+def notes_of(error: BaseException) -> list[str]:
     """The notes the course's own code added to an error as it passed (03's check_backward names the call a rule
     raised in). Only the grader's process adds them: an error of the student's code arrives here as a new exception,
     built from its kind and message alone (exception_of)."""
@@ -126,12 +128,12 @@ def notes_of(error):
     return [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
 
 
-def error_name(error):
+def error_name(error: BaseException) -> str:
     "The name the page gives an error: a student's error its own kind, never a class of the grader's."
     return error.kind if isinstance(error, StudentError) else type(error).__name__
 
 
-def describe(error):
+def describe(error: BaseException) -> str:
     text = str(error) if isinstance(error, StudentError) else f"{type(error).__name__}: {error}"
     text += "".join(f" ({note})" for note in notes_of(error) if note.removeprefix("in the case ") not in text)
     return text if len(text) < 2000 else text[:2000] + " ..."

@@ -7,15 +7,22 @@ student's work, to the instructor's notebook) and a notebook with a second hard 
 the grader will build a path from (the student's, the assignment's) is checked first.
 """
 
+from __future__ import annotations
+
 import os
 import stat
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
 from ..common.notebooks import did_you_mean_path, identifying_ids, nbgrader_meta, parse_notebook
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 @dataclass
@@ -36,12 +43,12 @@ WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} | {
 }
 
 
-def windows_device(name):
+def windows_device(name: str) -> bool:
     "Whether Windows reads `name` as a device (CON, NUL, COM1, ...) rather than a file or folder."
     return name.split(".")[0].rstrip(" ").upper() in WINDOWS_DEVICES
 
 
-def name_problem(name):
+def name_problem(name: str) -> str | None:
     "Why `name` cannot name a student's or an assignment's files (None when it can)."
     if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
         return f"the name is {len(name.encode('utf-8', 'surrogateescape'))} bytes long (at most {MAX_NAME_BYTES})"
@@ -68,14 +75,16 @@ def name_problem(name):
     return None
 
 
-def shown(name):
+def shown(name: str) -> str:
     "A name as the table can show it: printable, and not longer than the table's column allows."
     text = name.encode("utf-8", "backslashreplace").decode("utf-8") if not name.isprintable() else name
     text = "".join(c if c.isprintable() else "?" for c in text)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def find_submissions(submissions, known):
+def find_submissions(
+    submissions: Path | str, known: dict[str, set[str]]
+) -> tuple[list[tuple[str, str, Path]], list[Problem]]:
     """([(student, assignment, path)], [Problem]): what to grade, and every entry that cannot be graded.
 
     `known`: {assignment: the grade ids of its cells}. Raises GradingError only for the folder itself (missing, or
@@ -93,7 +102,7 @@ def find_submissions(submissions, known):
     return found, problems
 
 
-def check_folder(submissions: Path, known) -> list:
+def check_folder(submissions: Path, known: Mapping[str, object]) -> list:
     """The student folders of `submissions` (os.DirEntry); GradingError, before anything is read, for a folder that is
     missing (with the nearest name), holds no student folders, or is laid out as one student's (its folders are
     assignments: each would become a "student" named after it)."""
@@ -122,7 +131,7 @@ def check_folder(submissions: Path, known) -> list:
     return students
 
 
-def read_student(folder, known):
+def read_student(folder: Path, known: dict[str, set[str]]) -> tuple[list[tuple[str, str, Path]], list[Problem]]:
     "What one student's folder holds: ([(student, assignment, path)], [Problem])."
     student = folder.name
     if folder.is_symlink():
@@ -150,7 +159,9 @@ def read_student(folder, known):
     return found, problems
 
 
-def read_item(student, item, known):
+def read_item(
+    student: str, item: Path, known: dict[str, set[str]]
+) -> tuple[tuple[str, str, Path] | None, Problem | None]:
     "One entry of a student's folder: ((student, assignment, path) or None, Problem or None)."
     name = shown(item.name)
     if item.is_symlink():
@@ -183,7 +194,7 @@ def read_item(student, item, known):
     return (student, assignment, notebook), None
 
 
-def read_file(notebook):
+def read_file(notebook: Path) -> tuple[bytes | None, str | None]:
     "(the notebook's bytes, None), or (None, why not): never through a link, never a file linked elsewhere."
     name = notebook.name
     try:
@@ -218,11 +229,11 @@ def read_file(notebook):
         os.close(fd)
 
 
-def link_note():
+def link_note() -> str:
     return "only the student's own files are graded: copy the file itself into the folder"
 
 
-def missing_exercises_note(nb, released):
+def missing_exercises_note(nb: NotebookNode, released: NotebookNode) -> str:
     "A note naming the exercise cells of the release that the notebook no longer has (deleted), or ''."
     present = {nbgrader_meta(cell).get("grade_id") for cell in nb.cells}
     missing = [
@@ -238,7 +249,7 @@ def missing_exercises_note(nb, released):
     )
 
 
-def broken_cells_note(nb):
+def broken_cells_note(nb: NotebookNode) -> str:
     "A note on cells whose nbgrader metadata is not what Jupyter saved (their answers cannot be found), or ''."
     broken = [
         str(number)

@@ -5,21 +5,27 @@ called in the student's module, those of the notebook's own cells (not exported)
 region outside any function body is refused: the grader can only call functions.
 """
 
+from __future__ import annotations
+
 import ast
+from typing import TYPE_CHECKING
 
 from ..common.errors import GradingError
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
-def is_export(source):
+
+def is_export(source: str) -> bool:
     return any(line.strip().replace(" ", "").startswith("#|export") for line in source.splitlines()[:3])
 
 
-def exported_sources(nb):
+def exported_sources(nb: NotebookNode) -> list[str]:
     "The code of every exported cell, in order: what nbdev puts in the module."
     return [cell.source for cell in nb.cells if cell.cell_type == "code" and is_export(cell.source)]
 
 
-def solution_lines(source):
+def solution_lines(source: str) -> set[int]:
     "The line numbers (1-based) inside `### BEGIN SOLUTION` ... `### END SOLUTION`."
     lines, inside = set(), False
     for number, line in enumerate(source.splitlines(), 1):
@@ -32,7 +38,7 @@ def solution_lines(source):
     return lines
 
 
-def exercise_targets(instructor_nb, exported=True):
+def exercise_targets(instructor_nb: NotebookNode, exported: bool = True) -> list[tuple[str, str]]:
     """[(qualname, kind)] of the functions and methods the student writes: those whose body holds a solution region.
     kind is 'function', 'method' or 'property'. `exported`: those of the module (else: of the notebook only)."""
     return [
@@ -45,7 +51,7 @@ def exercise_targets(instructor_nb, exported=True):
     ]
 
 
-def cell_targets(cell):
+def cell_targets(cell: NotebookNode) -> list[tuple[str, str]]:
     "The exercises of one solution cell."
     meta = cell.get("metadata", {}).get("nbgrader", {})
     inside, targets, covered = solution_lines(cell.source), [], set()
@@ -67,11 +73,11 @@ def cell_targets(cell):
     return targets
 
 
-def _spans(node):
+def _spans(node: ast.stmt) -> set[int]:
     return set(range(node.lineno, node.end_lineno + 1))
 
 
-def notebook_exercises(nb):
+def notebook_exercises(nb: NotebookNode) -> list[str]:
     "The student's exercises that are not exported: the worker runs them in the module's namespace after importing it."
     return [
         c.source

@@ -6,19 +6,26 @@ is a report; anything else (None, an expression, a number outside 0 < hours <= 1
 number into the submission's result; autograde writes OUT/time_spent.csv, one row per notebook.
 """
 
+from __future__ import annotations
+
 import csv
 import io
 import re
 import statistics
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common.notebooks import write_atomic
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 HOURS_LINE = re.compile(r"^hours_spent\s*=\s*([0-9]{1,3}(?:\.[0-9]*)?|\.[0-9]+)\s*(?:#.*)?$")
 MAX_HOURS = 100.0  # per notebook: more is a typo (minutes for hours), not a report
 COLUMNS = ["assignment", "submissions", "reported", "median_hours", "lower_quartile", "upper_quartile"]
 
 
-def reported_hours(nb):
+def reported_hours(nb: NotebookNode) -> float | None:
     "The hours a submitted notebook reports (its last `hours_spent = <number>` line in a code cell), or None."
     found = None
     for cell in nb.cells:
@@ -31,7 +38,7 @@ def reported_hours(nb):
     return found if found is not None and 0 < found <= MAX_HOURS else None
 
 
-def time_spent_rows(results):
+def time_spent_rows(results: list[dict]) -> list[list]:
     "One row per assignment: how many submissions, how many reported their hours, and the reports' quartiles."
     by_assignment = {}
     for result in results:
@@ -47,11 +54,11 @@ def time_spent_rows(results):
     return rows
 
 
-def _hours(value):
+def _hours(value: float | None) -> str:
     return "" if value is None else f"{round(value, 2):g}"
 
 
-def write_time_spent(results, path):
+def write_time_spent(results: list[dict], path: Path | str) -> int:
     "OUT/time_spent.csv from the results; the number of submissions that reported their hours."
     rows = time_spent_rows(results)
     text = io.StringIO()

@@ -14,6 +14,8 @@ never goes into a job, let alone a sandbox: a job gets only the variant id, whic
 a regrade draws the same inputs.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 from pathlib import Path
@@ -26,34 +28,34 @@ SECRET_BYTES = 32
 _variant = None  # the variant id of the submission being graded, or None (the instructor's own run)
 
 
-def variant_id(secret, student, assignment):
+def variant_id(secret: bytes, student: str, assignment: str) -> str:
     "16 hex digits that name one student's variant of one assignment; they do not reveal the secret."
     text = b"\0".join([b"tinytorch-variant", secret, student.encode(), assignment.encode()])
     return hashlib.sha256(text).hexdigest()[:16]
 
 
-def seed_of(name, variant=None):
+def seed_of(name: str, variant: str | None = None) -> int:
     "The seed of the generator `variant_rng(name)` gives in `variant` (None: the same for everybody)."
     text = f"{variant}\0{name}" if variant else f"tinytorch-hidden-test\0{name}"
     return int(hashlib.sha256(text.encode()).hexdigest()[:16], 16)
 
 
-def variant_rng(name):
+def variant_rng(name: str) -> np.random.Generator:
     "A NumPy generator for the hidden test `name`: one stream per student while grading, a fixed one otherwise."
     return np.random.default_rng(seed_of(name, _variant))
 
 
-def use(variant):
+def use(variant: str | None) -> None:
     "Set the variant the hidden tests draw from (None: the instructor's fixed inputs). Called by the verdict."
     global _variant
     _variant = variant or None
 
 
-def current():
+def current() -> str | None:
     return _variant
 
 
-def read_secret(path, create=False):
+def read_secret(path: Path | str, create: bool = False) -> bytes:
     """The course secret in `path` (raw bytes). With `create`, a missing file is made with random bytes, mode 0600:
     keep it, or every later run draws other inputs and grades every submission again."""
     path = Path(path)

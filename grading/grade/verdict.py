@@ -14,12 +14,17 @@ NumPy, replace the checker, walk frames, forge a result line) can change how it 
 which is what is judged.
 """
 
+from __future__ import annotations
+
 import builtins
 import importlib
 import os
 import signal
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING, Never
 
 import numpy as np
 
@@ -27,13 +32,18 @@ from ..common.errors import GraderFault, GradingError
 from ..common.notebooks import given_cell_name
 from ..sandbox import sandbox, wire
 from . import heldout, outputs, variant
-from .remote import GRACE, CellTimeout, Remote, restore_flags
+from .clock import Budget, Stopwatch
+from .remote import GRACE, CellTimeout, Remote, WorkerSetup, restore_flags
+from .spec import Spec
 from .stand_ins import install
 from .student_errors import StudentError, describe, describe_hidden, error_name
 from .targets import cell_targets, exercise_targets, exported_sources, is_export, notebook_exercises
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
-def plan_cells(instructor_nb):
+
+def plan_cells(instructor_nb: NotebookNode) -> list[dict]:
     "The cells run here, in order: [{'id', 'kind', 'source'}]: the instructor's setup and test cells."
     cells = []
     for cell in instructor_nb.cells:
@@ -52,7 +62,7 @@ def plan_cells(instructor_nb):
     return cells
 
 
-def public_source(instructor_nb):
+def public_source(instructor_nb: NotebookNode) -> str:
     """The source of the instructor's code cells that every student's release holds as they are (given code, visible
     tests): a quote from them in a hidden test's message (padding='same' from 12's given conv_cases) tells nothing."""
     return "\n".join(
@@ -64,11 +74,18 @@ def public_source(instructor_nb):
     )
 
 
-def _alarm(signum, frame):
+def _alarm(signum: int, frame: FrameType | None) -> Never:
     raise CellTimeout()
 
 
-def run_cell(cell, namespace, timeout, hidden=False, shown=None, public=""):
+def run_cell(
+    cell: dict,
+    namespace: dict[str, object],
+    timeout: float,
+    hidden: bool = False,
+    shown: outputs.Shown | None = None,
+    public: str = "",
+) -> tuple[bool, str]:
     """Run one of the instructor's cells here; return (passed, message). `timeout` is in CPU seconds of this process:
     the time the student's calls take in the worker is theirs, limited there. `shown` (a grading.grade.outputs.Shown, or
     None) receives what the cell shows, for the feedback page. `public`: the source of the cells every student has
@@ -95,14 +112,14 @@ def run_cell(cell, namespace, timeout, hidden=False, shown=None, public=""):
         outputs.take_figures(shown)
 
 
-def failed(shown, name, message):
+def failed(shown: outputs.Shown | None, name: str, message: str) -> tuple[bool, str]:
     "(False, message), and the error on the cell's page (its message without the type's name in front)."
     if shown is not None:
         shown.error = (name, message.removeprefix(f"{name}: "))
     return False, message
 
 
-def trusted_modules(reference, earlier, graded):
+def trusted_modules(reference: Path | str, earlier: list[str], graded: str) -> ModuleType:
     "Import the instructor's reference package here: the earlier modules, then the graded one."
     for name in [m for m in list(sys.modules) if m == "tinytorch" or m.startswith("tinytorch.")]:
         del sys.modules[name]
@@ -118,7 +135,35 @@ def trusted_modules(reference, earlier, graded):
     return module
 
 
-def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget, stopwatch=None):
+@dataclass(frozen=True)
+class Grading:
+    """What grade_cells grades: the instructor's notebook and the student's (restored: grading.common.answers), the
+    job, the student's package and the instructor's (`reference`), the grader's folder for the worker's files
+    (`runner`), whether each worker has a sandbox of its own, the notebook's time, and where the seconds go."""
+
+    instructor_nb: NotebookNode
+    restored_nb: NotebookNode
+    spec: Spec
+    package: Path
+    reference: Path
+    runner: Path
+    sandboxed: bool
+    budget: Budget
+    stopwatch: Stopwatch | None = None
+
+
+def grade_cells(
+    instructor_nb: NotebookNode,
+    restored_nb: NotebookNode,
+    spec: Spec,
+    *,
+    package: Path,
+    reference: Path,
+    runner: Path,
+    sandboxed: bool,
+    budget: Budget,
+    stopwatch: Stopwatch | None = None,
+) -> tuple[dict[str, tuple[bool, str]], str, dict[str, list[NotebookNode]]]:
     """Run the instructor's cells here against the student's exercises in the worker; return
     ({test id: (passed, message)}, note, {cell id: its outputs for the feedback page}). `package` is the student's
     package, `reference` the instructor's, `runner` an empty folder of the grader's for the worker's files; a
@@ -130,14 +175,11 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     share them, so there the notebook runs twice: first without its hidden cells, for the page and the visible
     tests; then, after every process of the student user has ended, whole, for the hidden tests only, showing
     nothing (the visible cells run again, as the hidden ones may need what they set up)."""
+    grading = Grading(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget, stopwatch)
     if sandboxed:
-        return grade_pass(instructor_nb, restored_nb, spec, package, reference, runner, True, budget, stopwatch)
-    visible, note, ran = grade_pass(
-        instructor_nb, restored_nb, spec, package, reference, runner, False, budget, stopwatch, hidden_cells=False
-    )
-    hidden, hidden_note, _ = grade_pass(
-        instructor_nb, restored_nb, spec, package, reference, runner, False, budget, stopwatch, shown_cells=False
-    )
+        return grade_pass(grading)
+    visible, note, ran = grade_pass(grading, hidden_cells=False)
+    hidden, hidden_note, _ = grade_pass(grading, shown_cells=False)
     results = {**visible, **{test: hidden[test] for test in hidden if test not in visible}}
     notes = [note] + [part for part in hidden_note.split("; ") if part and part not in note]
     return results, "; ".join(n for n in notes if n), ran
@@ -146,7 +188,7 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
 ALLCLOSE = np.allclose
 
 
-def strict_allclose(a, b, *args, **kwargs):
+def strict_allclose(a: object, b: object, *args: object, **kwargs: object) -> bool:
     """np.allclose as the tests call it while a notebook is graded, less its vacuous truth: an empty array broadcast
     against a non-empty one compares no element, so np.allclose finds it close to anything (a rule or an optimizer
     that returned np.zeros((0, 1, 1, 1, 1)) passed the tests that compare with it)."""
@@ -155,96 +197,83 @@ def strict_allclose(a, b, *args, **kwargs):
     return ALLCLOSE(a, b, *args, **kwargs)
 
 
+@dataclass
+class Pass:
+    """One run of the notebook's cells (grade_pass): where they run, and what they found so far. `shown_cells`: the
+    page's cells are shown (else, as for the hidden ones, not: then only the hidden tests' results are kept)."""
+
+    remote: Remote
+    namespace: dict[str, object]
+    public: str  # public_source: the quotes a hidden test's message keeps
+    cell_timeout: float  # CPU seconds of this process for one cell (run_cell)
+    shown_cells: bool
+    results: dict[str, tuple[bool, str]] = field(default_factory=dict)  # {test id: (passed, message)}
+    notes: list[str] = field(default_factory=list)  # for the table's note
+    ran: dict[str, list[NotebookNode]] = field(default_factory=dict)  # {cell id: its outputs for the page}
+    setup_failed: bool = False  # only the first failing setup cell says something: later ones follow
+
+    def run(self, cell: dict, hidden: bool) -> None:
+        "Run one of the instructor's cells, and keep what it found."
+        remote = self.remote
+        # a solution cell runs the instructor's version here (what it shows is not the student's), a hidden test
+        # the hidden inputs: neither shows anything
+        shown = None if hidden or cell["kind"] == "solution" or not self.shown_cells else outputs.Shown()
+        remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden or not self.shown_cells
+        flags = wire.flags(remote.graded) if hidden and self.shown_cells else None
+        passed, message = run_cell(cell, self.namespace, self.cell_timeout, hidden, shown, self.public)
+        remote.printed, remote.hidden = None, not self.shown_cells
+        if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
+            restore_flags(remote.graded, flags)
+        if shown is not None:
+            shown.passed = passed and cell["kind"] == "test"
+            self.ran[cell["id"]] = shown.outputs()
+        if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
+            install(self.namespace, cell["targets"], remote)
+        if cell["kind"] == "test":
+            if hidden or self.shown_cells:
+                self.results[cell["id"]] = (passed, message)
+        elif not passed and not self.setup_failed and self.shown_cells:  # (not where code that saw hidden inputs ran)
+            if "NotImplementedError" not in message:  # (an exercise not done yet is no news: its tests say so)
+                message = " ".join(message.split())  # one line: the table's note is one cell of a CSV
+                self.notes.append(
+                    f"the {given_cell_name(cell['source'])} failed, most likely through your code it uses: "
+                    f"{message[:300]}"
+                )
+            self.setup_failed = True  # only the first failure says something: later ones follow
+
+
 def grade_pass(
-    instructor_nb,
-    restored_nb,
-    spec,
-    package,
-    reference,
-    runner,
-    sandboxed,
-    budget,
-    stopwatch=None,
-    hidden_cells=True,
-    shown_cells=True,
-):
+    grading: Grading, *, hidden_cells: bool = True, shown_cells: bool = True
+) -> tuple[dict[str, tuple[bool, str]], str, dict[str, list[NotebookNode]]]:
     """One run of the notebook's cells (grade_cells): with its hidden cells or without (`hidden_cells`), and with
     the page's cells shown or, as for the hidden ones, not (`shown_cells`: then only the hidden tests' results are
     returned)."""
-    targets = exercise_targets(instructor_nb)
-    module = trusted_modules(reference, spec.earlier_modules, spec.module)
-    sandbox.copy_worker_files(runner)
-    plan = {
-        "op": "plan",
-        "package": "/student" if sandboxed else str(package),
-        "module": spec.module,
-        "exported": exported_sources(restored_nb),
-        "earlier_modules": spec.earlier_modules,
-        "cell_timeout": spec.cell_timeout,
-        "notebook_exercises": notebook_exercises(restored_nb),
-    }
-    script = "/grader/worker.py" if sandboxed else str(Path(runner) / "worker.py")
-    limits = {"memory_mb": spec.memory_mb, "cpu_seconds": max(600, 20 * spec.cell_timeout)}
-    remote = Remote(plan, [(runner, "/grader"), (package, "/student")], limits, sandboxed, script, module)
-    remote.stopwatch = stopwatch if stopwatch is not None else remote.stopwatch
-    remote.budget = budget
+    spec, budget = grading.spec, grading.budget
+    targets = exercise_targets(grading.instructor_nb)
+    module = trusted_modules(grading.reference, spec.earlier_modules, spec.module)
+    remote = start_remote(grading, module)
     install(module, targets, remote)
     importlib.import_module("tinytorch")  # what the notebooks' `import tinytorch` does, after the stand-ins
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
-    results, notes, setup_failed, ran = {}, [], False, {}
+    found = Pass(remote, namespace, "", 2 * spec.cell_timeout + GRACE, shown_cells)
     variant.use(getattr(spec, "variant", None))  # the hidden tests draw this student's inputs (grading.grade.variant)
     heldout.use(spec.held_out_digits)  # the instructor's own held-out digits, if any (grading.grade.heldout)
     try:
-        try:
-            remote.hidden = not shown_cells  # a pass that shows nothing runs all its calls in the hidden tests' worker
-            remote.ensure_worker()
-        except StudentError as error:
-            notes.append(str(error))
-        if remote.first_import and wire.LATER_MODULES in remote.first_import:  # (a class renamed, say)
-            notes.append(f"{remote.first_import}: keep the names the notebook gives your classes and functions")
-        elif remote.first_import and remote.first_import != "not started":
-            notes.append(
-                f"your module could not be imported ({remote.first_import}); each of your exercise cells "
-                "was run on its own instead, as in the notebook"
-            )
+        found.notes += import_notes(remote, shown_cells)
         if shown_cells:
-            ran.update(import_outputs(instructor_nb, remote))
+            found.ran.update(import_outputs(grading.instructor_nb, remote))
         np.allclose = strict_allclose  # while the cells run (put back in the finally below)
-        public = public_source(instructor_nb)
-        for cell in plan_cells(instructor_nb):
+        found.public = public_source(grading.instructor_nb)
+        for cell in plan_cells(grading.instructor_nb):
             hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
             if hidden and not hidden_cells:
                 continue
             if budget.expired():
                 if cell["kind"] == "test" and (hidden or shown_cells):
-                    results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
+                    found.results[cell["id"]] = (False, "not run: the time limit for this notebook was reached")
                 continue
-            # a solution cell runs the instructor's version here (what it shows is not the student's), a hidden test
-            # the hidden inputs: neither shows anything
-            shown = None if hidden or cell["kind"] == "solution" or not shown_cells else outputs.Shown()
-            remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden or not shown_cells
-            flags = wire.flags(remote.graded) if hidden and shown_cells else None
-            passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown, public)
-            remote.printed, remote.hidden = None, not shown_cells
-            if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
-                restore_flags(remote.graded, flags)
-            if shown is not None:
-                shown.passed = passed and cell["kind"] == "test"
-                ran[cell["id"]] = shown.outputs()
-            if cell["kind"] == "solution":  # the instructor's version ran here: its exercises go to the worker
-                install(namespace, cell["targets"], remote)
-            if cell["kind"] == "test":
-                if hidden or shown_cells:
-                    results[cell["id"]] = (passed, message)
-            elif not passed and not setup_failed and shown_cells:  # (not where code that saw hidden inputs ran)
-                if "NotImplementedError" not in message:  # (an exercise not done yet is no news: its tests say so)
-                    message = " ".join(message.split())  # one line: the table's note is one cell of a CSV
-                    notes.append(
-                        f"the {given_cell_name(cell['source'])} failed, most likely through your code it uses: "
-                        f"{message[:300]}"
-                    )
-                setup_failed = True  # only the first failure says something: later ones follow
+            found.run(cell, hidden)
     finally:
         np.allclose = ALLCLOSE
         variant.use(None)
@@ -252,13 +281,53 @@ def grade_pass(
         remote.close()
     if remote.fault is not None:
         raise remote.fault
-    notes += remote.events[:3]
+    notes = found.notes + remote.events[:3]
     if budget.expired():
         notes.append("not every test ran: the time limit for this notebook was reached")
-    return results, "; ".join(n for n in notes if n), ran
+    return found.results, "; ".join(n for n in notes if n), found.ran
 
 
-def import_outputs(instructor_nb, remote):
+def start_remote(grading: Grading, module: ModuleType) -> Remote:
+    "The Remote of one pass: the worker's files copied into `runner`, and the plan the worker starts from."
+    spec, sandboxed, runner = grading.spec, grading.sandboxed, grading.runner
+    sandbox.copy_worker_files(runner)
+    plan = {
+        "op": "plan",
+        "package": "/student" if sandboxed else str(grading.package),
+        "module": spec.module,
+        "exported": exported_sources(grading.restored_nb),
+        "earlier_modules": spec.earlier_modules,
+        "cell_timeout": spec.cell_timeout,
+        "notebook_exercises": notebook_exercises(grading.restored_nb),
+    }
+    script = "/grader/worker.py" if sandboxed else str(Path(runner) / "worker.py")
+    limits = {"memory_mb": spec.memory_mb, "cpu_seconds": max(600, 20 * spec.cell_timeout)}
+    setup = WorkerSetup(plan, [(runner, "/grader"), (grading.package, "/student")], limits, sandboxed, script)
+    remote = Remote(setup, module)
+    remote.stopwatch = grading.stopwatch if grading.stopwatch is not None else remote.stopwatch
+    remote.budget = grading.budget
+    return remote
+
+
+def import_notes(remote: Remote, shown_cells: bool) -> list[str]:
+    "Start the pass's first worker; the notes on how the student's module imported (or did not)."
+    notes = []
+    try:
+        remote.hidden = not shown_cells  # a pass that shows nothing runs all its calls in the hidden tests' worker
+        remote.ensure_worker()
+    except StudentError as error:
+        notes.append(str(error))
+    if remote.first_import and wire.LATER_MODULES in remote.first_import:  # (a class renamed, say)
+        notes.append(f"{remote.first_import}: keep the names the notebook gives your classes and functions")
+    elif remote.first_import and remote.first_import != "not started":
+        notes.append(
+            f"your module could not be imported ({remote.first_import}); each of your exercise cells "
+            "was run on its own instead, as in the notebook"
+        )
+    return notes
+
+
+def import_outputs(instructor_nb: NotebookNode, remote: Remote) -> dict[str, list[NotebookNode]]:
     """{the first exported exercise cell's id: what importing the student's module printed, and its error}: the
     notebook shows these under the cell whose code printed them; the page under the first exercise."""
     first = next(
