@@ -309,7 +309,8 @@ def cmd_class(args):
 
 
 def cmd_export_grades(args):
-    from .lms.lms import export_grades, side_path
+    from .lms.csv_export import side_path
+    from .lms.export_grades import export_grades
 
     report = export_grades(
         args.grading_dir,
@@ -376,7 +377,7 @@ def plural(count, noun):
 
 
 def cmd_collect(args):
-    from .lms.collect import collect
+    from .intake.collect import collect
 
     result = collect(args.download, args.lms, args.out, force=args.force, notebooks_dir=args.notebooks)
     for line in result.warnings:

@@ -13,8 +13,6 @@ ARGPARSE = {"grading/cli.py:add_instructor_commands", "grading/cli.py:add_kit_co
 
 LONG_MODULES = {
     "grading/authoring/release.py": 512,
-    "grading/lms/collect.py": 523,
-    "grading/lms/lms.py": 544,
     "grading/sandbox/wire.py": 594,
     "grading/cli.py": 748,
     "grading/grade/autograde.py": 916,
@@ -28,17 +26,14 @@ LONG_FUNCTIONS = {
     "grading/grade/verdict.py:call": 75,
     "grading/grade/job.py:grade": 69,
     "grading/lms/gradescope.py:build": 67,
-    "grading/lms/lms.py:export_grades": 61,
 }
 MANY_POSITIONAL = {
     "grading/grade/verdict.py:grade_pass": 11,
     "grading/sandbox/sandbox.py:start": 10,
     "grading/grade/verdict.py:grade_cells": 9,
-    "grading/lms/lms.py:write_gradescope_export": 8,
     "grading/grade/autograde.py:spec": 8,
     "grading/reports/marking.py:update": 7,
     "grading/reports/feedback.py:publish": 7,
-    "grading/lms/lms.py:write_csv_export": 7,
     "grading/grade/verdict.py:call": 7,
     "grading/grade/verdict.py:accept_changes": 7,
     "grading/grade/verdict.py:__init__": 7,

@@ -18,9 +18,10 @@ MAY_IMPORT = {
     "authoring": {"common", "student"},
     "sandbox": {"common"},
     "examples": {"common"},
+    "intake": {"common"},
     "reports": {"common", "authoring"},
     "grade": {"common", "student", "authoring", "sandbox", "reports"},
-    "lms": {"common", "reports", "grade"},
+    "lms": {"common", "intake", "reports", "grade"},
 }
 
 

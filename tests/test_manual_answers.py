@@ -18,7 +18,7 @@ from grading.common.notebooks import read_notebook, write_notebook
 from grading.grade.autograde import Row, write_table
 from grading.grade.spec import manual_note, manual_points
 from grading.grade.spec import test_cells as autograded_tests
-from grading.lms.lms import export_grades
+from grading.lms.export_grades import export_grades
 from grading.reports.marking import as_plain_text, marking_notebook
 
 QUESTION = "Why does `SumBackward` return a gradient of ones, shaped like the input?"

@@ -5,7 +5,7 @@ reads the same uploaded on its own. The page autograde wrote is used where it is
 (which loaded MathJax from a sibling folder) is made again from the kept run (results/<student>/<nb>.json and the
 notebook as it ran), as autograde does when the feedback policy changes. Then, where a late penalty applies, the page
 says it and the final score, read from gradebook.json at export time (the penalty can change without grading again;
-the marks of written answers are added with grading.lms.lms.add_marks). A submission autograde could not read
+the marks of written answers are added with grading.lms.marked.add_marks). A submission autograde could not read
 (invalid JSON, a truncated file) gets a page that says so and what to do.
 
 The layouts, one per way an LMS takes a file for each student:
@@ -36,11 +36,12 @@ from ..common.layout import state_folder
 from ..common.notebooks import course_notebooks, read_notebook, write_atomic
 from ..grade.autograde import feedback_path, kept_notebook, page_path, result_path
 from ..grade.spec import manual_note
+from ..intake.roster import read_roster
 from ..reports.feedback import page_html
 from ..reports.page import PageCache, render, shared_cells
 from .entries import final_of, fmt, graded, manual_points, not_marked
-from .lms import check_finished, choose_assignments
-from .lms_input import number, read_gradebook, read_roster
+from .export_grades import check_finished, choose_assignments
+from .lms_input import number, read_gradebook
 from .marked import add_marks
 
 LAYOUTS = ("canvas", "moodle", "gradescope", "zip-per-student")

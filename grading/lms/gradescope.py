@@ -43,7 +43,7 @@ from ..common.defaults import (
 from ..common.errors import GradingError, did_you_mean
 from ..common.notebooks import REPO, package_lock
 from .gradescope_metadata import assignment_titled, late_policy, read_metadata, submitter
-from .lms import GRADESCOPE_TEXT
+from .gradescope_results import GRADESCOPE_TEXT
 
 COURSE_FILES = ["grading", "notebooks", "tinytorch", "settings.ini", "pyproject.toml", "README.md"]
 CONFIG = "gradescope.json"
@@ -116,7 +116,7 @@ def build(
     from ..grade import heldout
     from ..grade.autograde import graded_assignments
     from ..reports.late import parse_penalty
-    from .lms import VISIBILITIES
+    from .gradescope_results import VISIBILITIES
 
     known = graded_assignments()
     chosen = list(assignments or known)
@@ -342,7 +342,7 @@ def find_notebook(folder, assignments):
             f"Not graded: your submission holds {len(found)} notebooks ({shown}); upload only one of: {names}."
         )
     notebook = found[0]
-    from .collect import normal  # a browser's second download, "04_elementwise (1).ipynb", is the same notebook
+    from ..intake.collect import normal  # a browser's second download, "04_elementwise (1).ipynb", is the same notebook
 
     named = {a.lower(): a for a in assignments}.get(normal(notebook.name))
     if named is None or notebook.is_symlink():
@@ -352,7 +352,7 @@ def find_notebook(folder, assignments):
 
 def results_of(out, person, assignment, config):
     "Gradescope's results.json for the row: lms.gradescope_results (the late penalty included), and the variant."
-    from .lms import gradescope_results
+    from .gradescope_results import gradescope_results
     from .lms_input import hidden_tests
 
     book = json.loads((out / "gradebook.json").read_text())

@@ -36,8 +36,8 @@ def read_metadata(root):
 
 def submitter(metadata):
     "The student as collect names a Gradescope submitter (student id, else email): the variant then matches."
-    from .downloads import slug
-    from .lms_input import Person
+    from ..intake.downloads import slug
+    from ..intake.roster import Person
 
     users = metadata.get("users") or [{}]
     who = users[0] if isinstance(users[0], dict) else {}

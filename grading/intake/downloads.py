@@ -1,6 +1,6 @@
 """What an LMS's bulk download of submissions holds: its files, read safely, and whose each file is.
 
-`python -m grading collect` (grading.lms.collect) reads a download in two steps, both here. First its files: a zip file
+`python -m grading collect` (grading.intake.collect) reads a download in two steps, both here. First its files: a zip file
 or the folder it was unpacked into, as a list of Member, without ever following a symbolic link (a link in a
 student's upload could point at any file of the grader's) and without building a path from a member's name (so a
 member named `../../x` (zip slip) is refused by name and written nowhere), refusing what is larger than a notebook may
@@ -41,9 +41,9 @@ from datetime import UTC, datetime
 
 from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
-from ..grade.submissions import name_problem, windows_device
+from ..common.names import name_problem, windows_device
 from .folders import RENAMED_NOTE, plain
-from .lms_input import Person
+from .roster import Person
 
 LIMIT = MAX_NOTEBOOK_MB * 2**20  # bytes: the most collect reads of one file
 READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)  # a link is never read through

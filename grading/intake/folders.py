@@ -1,6 +1,6 @@
-"""Every student of a download in a folder of their own (`python -m grading collect`, grading.lms.collect).
+"""Every student of a download in a folder of their own (`python -m grading collect`, grading.intake.collect).
 
-An LMS's naming gives each student a folder name (grading.lms.downloads): Canvas's name and user id, Gradescope's
+An LMS's naming gives each student a folder name (grading.intake.downloads): Canvas's name and user id, Gradescope's
 student id or email, Moodle's name, a flat download's folder. Two students can end up with one name: two Moodle
 names that slug alike ("Anna B" of participant 5 and "Anna B 5"), a Gradescope student id and another student's email
 ("a-b-x" and "a.b@x"), names that differ in case only (one folder where the disk ignores case, as macOS's and
@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 
 from ..common.defaults import MAX_NAME_BYTES
 from ..common.errors import GradingError
-from ..grade.submissions import name_problem
+from ..common.names import name_problem
 
 RENAMED_NOTE = "this student's folder is"
 HASH_LENGTHS = (8, 16, 32, 64)  # hex digits of a suffix, longer in each round that still finds a shared folder

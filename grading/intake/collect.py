@@ -3,10 +3,10 @@ of submissions as the folder autograde grades, SUBMISSIONS/<student>/<assignment
 
 An instructor's submissions arrive as the LMS packs them: Canvas renames every file after the student, Moodle puts
 each student's files in a folder named after them, Gradescope numbers its folders and says whose each is in a YAML
-file (grading.lms.downloads reads each of these, and a plain folder per student). Sorting a class of them by hand loses
+file (grading.intake.downloads reads each of these, and a plain folder per student). Sorting a class of them by hand loses
 submissions, and the time each was handed in. So this command does it, in the order `collect` lists:
 
-1. read the download's files, refusing links, paths out of the download and files too large (grading.lms.downloads);
+1. read the download's files, refusing links, paths out of the download and files too large (grading.intake.downloads);
 2. tell whose each file is, from the LMS's naming, and its submission time when the LMS gives one, and give every
    student a folder of their own: one that roster.csv knows by LMS id or email keeps their folder there, and two
    students whose folder names would be one (ignoring case, as macOS and Windows do) get a suffix each;
@@ -28,7 +28,6 @@ Every file that is not placed is also one line on stderr (cli.cmd_collect), so n
 """
 
 import csv
-import dataclasses
 import hashlib
 import io
 import json
@@ -44,8 +43,8 @@ from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook, write_atomic
 from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
-from .folders import RENAMED_NOTE, distinct_students, shares_an_id
-from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, participants, read_roster
+from .folders import RENAMED_NOTE, distinct_students
+from .roster import merged_roster, read_roster, unlisted_warning, with_participants, write_roster
 
 FORMATS = tuple(READERS)
 ROSTER = "roster.csv"
@@ -211,7 +210,7 @@ def known_assignments(notebooks_dir):
 
 @contextmanager
 def members_of(download):
-    "The download's files (grading.lms.downloads.Member), readable while the context lasts."
+    "The download's files (grading.intake.downloads.Member), readable while the context lasts."
     if download.is_dir():
         yield folder_members(download)
         return
@@ -403,64 +402,6 @@ def write_notebook(p, out, unchanged):
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data, p.time.timestamp() if p.time else None)
     return p.row(PLACED)
-
-
-def merged_roster(listed, people):
-    """(roster, [(person, line)]): the roster's people `listed` with a line added for each student it lacks, its own
-    lines as they are; and each student not added because a line has their LMS id, SIS id or email under another
-    folder (a student id changed in the LMS, or set to a classmate's), which export-grades would refuse."""
-    roster, unlisted = list(listed), []
-    folders = {p.student for p in roster}
-    for person in people:
-        if person.student in folders:
-            continue
-        taken = next((line for line in roster if shares_an_id(line, person)), None)
-        if taken is None:
-            roster.append(person)
-            folders.add(person.student)
-        elif (person, taken) not in unlisted:
-            unlisted.append((person, taken))
-    return roster, unlisted
-
-
-def with_participants(people, kept):
-    """The roster with each Moodle student's participant id of each assignment collected (moodle_participant): the id
-    by which the assignment's offline grading worksheet finds them (export-grades --format moodle-worksheet)."""
-    ids = {}
-    for p in kept:
-        if p.found.participant:
-            ids.setdefault(p.found.person.student, {})[p.assignment] = p.found.participant
-    result = []
-    for person in people:
-        new = ids.get(person.student)
-        if new:
-            pairs = {**participants(person.moodle_participant), **new}
-            person = dataclasses.replace(
-                person, moodle_participant=" ".join(f"{a}={n}" for a, n in sorted(pairs.items()))
-            )
-        result.append(person)
-    return result
-
-
-def unlisted_warning(unlisted):
-    if not unlisted:
-        return []
-    pairs = "; ".join(f"{p.student} ({p.name or 'no name'}) and {line.student}" for p, line in unlisted[:5])
-    return [
-        f"{len(unlisted)} student(s) not added to roster.csv, as a line there has their LMS id, SIS id or email under "
-        f"another folder: {pairs}{' and more' if len(unlisted) > 5 else ''}. export-grades lists their grades apart "
-        "until roster.csv says who is who: correct the line (and move the folder), or the id in the LMS."
-    ]
-
-
-def write_roster(path, people):
-    columns = list(ROSTER_COLUMNS + ROSTER_OPTIONAL)
-    text = io.StringIO()
-    writer = csvsafe.writer(text)
-    writer.writerow(columns)
-    writer.writerows([getattr(p, column) for column in columns] for p in people)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.getvalue().encode("utf-8", "replace"))
 
 
 def earlier_report(path, source):
