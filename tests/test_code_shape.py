@@ -9,12 +9,10 @@ import ast
 from conftest import REPO
 
 MODULE_LINES, FUNCTION_LINES, POSITIONAL = 500, 60, 6
-ARGPARSE = {"grading/cli.py:add_instructor_commands", "grading/cli.py:add_kit_commands"}
+ARGPARSE = {"grading/cli/grading_commands.py:add_autograde"}
 
 LONG_MODULES = {
-    "grading/authoring/release.py": 512,
     "grading/sandbox/wire.py": 594,
-    "grading/cli.py": 748,
     "grading/grade/autograde.py": 916,
     "grading/grade/verdict.py": 939,
     "grading/examples/classroom.py": 1018,

@@ -11,8 +11,9 @@ import pytest
 
 from conftest import REPO, run_cli
 from grading.authoring.convention import apply_convention, derive_cell, derive_notebook, manual_answers
-from grading.authoring.release import find_leaks, release, scan_for_solutions
-from grading.cli import written_answers
+from grading.authoring.leaks import find_leaks, scan_for_solutions
+from grading.authoring.release import release
+from grading.cli.kit_commands import written_answers
 from grading.common.errors import GradingError
 from grading.common.notebooks import read_notebook, write_notebook
 from grading.grade.autograde import Row, write_table
