@@ -23,15 +23,12 @@ LONG_FUNCTIONS = {
     "grading/grade/autograde.py:_autograde": 92,
     "grading/grade/verdict.py:call": 75,
     "grading/grade/job.py:grade": 69,
-    "grading/lms/gradescope.py:build": 67,
 }
 MANY_POSITIONAL = {
     "grading/grade/verdict.py:grade_pass": 11,
     "grading/sandbox/sandbox.py:start": 10,
     "grading/grade/verdict.py:grade_cells": 9,
     "grading/grade/autograde.py:spec": 8,
-    "grading/reports/marking.py:update": 7,
-    "grading/reports/feedback.py:publish": 7,
     "grading/grade/verdict.py:call": 7,
     "grading/grade/verdict.py:accept_changes": 7,
     "grading/grade/verdict.py:__init__": 7,

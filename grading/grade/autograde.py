@@ -285,7 +285,7 @@ def refeedback(out, result, policy):
     student, assignment = result["student"], result["assignment"]
     notebook = kept_notebook(page_path(out, student, assignment))
     extra = manual_note(result.get("manual_points", 0))
-    publish_feedback(feedback_path(out, student, assignment), notebook, assignment, result, policy, extra)
+    publish_feedback(feedback_path(out, student, assignment), notebook, assignment, result, policy, extra=extra)
     result = dict(result, feedback=policy)
     write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
     return result
@@ -710,7 +710,7 @@ def _autograde(run, found, problems, workers, progress, log):
         reported = write_time_spent(list(done.values()), out / "time_spent.csv")
         log(f"time spent: {reported} of {len(done)} submissions report their hours ({out / 'time_spent.csv'})")
     if any(answers.values()) and found:
-        marking.update(out, state, run.notebooks, instructor, found, done, log)
+        marking.update(out, state, run.notebooks, instructor, found, done, log=log)
     return rows
 
 

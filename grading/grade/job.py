@@ -231,8 +231,8 @@ def write_feedback(notebook, spec, result, released):
         spec.assignment,
         result,
         spec.feedback_policy,
-        manual_note(result.get("manual_points", 0)),
-        cache,
+        extra=manual_note(result.get("manual_points", 0)),
+        cache=cache,
     )
 
 

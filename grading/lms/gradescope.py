@@ -137,22 +137,7 @@ def build(
     if out.is_dir():
         raise GradingError(f"--out {out}: is a folder; name the zip to write, such as {out / 'autograder.zip'}.")
     secret = course_secret(secret_file, log)  # a missing --secret-file is refused before anything is written
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")  # an existing zip is replaced only by a whole one
-    try:
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
-            add_text(archive, "setup.sh", SETUP_SH, executable=True)
-            add_text(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
-            add_text(archive, CONFIG, json.dumps(config, indent=1) + "\n")
-            add_text(archive, SECRET, secret)
-            if held_out is not None:
-                add_bytes(archive, heldout.FILE_NAME, held_out.data)
-            with package_lock(REPO, shared=True):  # not while an export rewrites tinytorch/
-                for path in course_files():
-                    archive.write(REPO / path, f"course/{path}")
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
+    write_zip(out, config, secret, held_out)
     if held_out is not None:
         log(f"the zip holds your held-out digits ({held_out.source}): keep it private, as the file itself")
     log(timeout_advice(notebook_timeout))
@@ -162,6 +147,28 @@ def build(
             "(--hidden-visibility after_due_date shows them after the due date; `gradescope --try` shows the split)"
         )
     return out
+
+
+def write_zip(out, config, secret, held_out):
+    "Write the zip: the scripts, the run's settings, the course secret, the held-out digits if any, and the course."
+    from ..grade.heldout import FILE_NAME
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")  # an existing zip is replaced only by a whole one
+    try:
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            add_text(archive, "setup.sh", SETUP_SH, executable=True)
+            add_text(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
+            add_text(archive, CONFIG, json.dumps(config, indent=1) + "\n")
+            add_text(archive, SECRET, secret)
+            if held_out is not None:
+                add_bytes(archive, FILE_NAME, held_out.data)
+            with package_lock(REPO, shared=True):  # not while an export rewrites tinytorch/
+                for path in course_files():
+                    archive.write(REPO / path, f"course/{path}")
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def check_timeout(notebook_timeout):

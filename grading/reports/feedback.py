@@ -59,7 +59,7 @@ def banner(assignment, result, policy, extra=""):
     )
 
 
-def publish(path, notebook, assignment, result, policy, extra="", cache=None):
+def publish(path, notebook, assignment, result, policy, *, extra="", cache=None):
     """Write the student's feedback page at `path` under `policy` ('full', 'summary' or 'none': no page, and an
     earlier run's page is removed). `notebook` is the notebook as the verdict ran it (grading.reports.page.ran_notebook), or
     None when there is none; `extra` is HTML put at the end of the banner; `cache` is grading.reports.page.render's. The page

@@ -202,7 +202,7 @@ def record(gb, student, assignment, result, answers, log):
     gb.db.commit()
 
 
-def update(out, state, notebooks, instructor, found, results, log=None):
+def update(out, state, notebooks, instructor, found, results, *, log=None):
     """Bring OUT/marking up to date with the graded submissions of every notebook that has written answers.
     `found`: [(student, assignment, submitted path)]; `results`: {(student, assignment): result}."""
     from nbgrader.api import MissingEntry
