@@ -2,7 +2,9 @@
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 
 from ..common.environment import shared_with_the_kit
 from ..common.errors import GradingError
@@ -27,7 +29,7 @@ INSTRUCTOR_COMMANDS = (
 )
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m grading", description=KIT_DOC if IN_KIT else __doc__)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     kit_commands.add_kit_commands(sub)
@@ -36,30 +38,30 @@ def parser():
     return top
 
 
-def instructor_commands():
+def instructor_commands() -> set[str]:
     "The names of the commands that are not in the student kit (their modules stay with the instructor)."
     sub = argparse.ArgumentParser().add_subparsers()
     add_instructor_commands(sub)
     return set(sub.choices)
 
 
-def stop_on_sigterm():
+def stop_on_sigterm() -> None:
     "SIGTERM (kill, a scheduler ending the job) stops a run as Ctrl-C does: its jobs end, nothing graded is lost."
     import signal
 
-    def interrupt(signum, frame):
+    def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt()
 
     signal.signal(signal.SIGTERM, interrupt)
 
 
-def add_instructor_commands(sub):
+def add_instructor_commands(sub: argparse._SubParsersAction) -> None:
     "The instructor's commands, each declared by its module."
     for add in INSTRUCTOR_COMMANDS:
         add(sub)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if IN_KIT and argv and argv[0] in instructor_commands():
         print(

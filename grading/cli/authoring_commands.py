@@ -1,9 +1,10 @@
 """The author's commands: `metadata`, `pictures` and `release` (grading.authoring)."""
 
+import argparse
 from pathlib import Path
 
 
-def cmd_metadata(args):
+def cmd_metadata(args: argparse.Namespace) -> int:
     from ..authoring.convention import apply_convention, mismatches
     from ..common.notebooks import course_notebooks
 
@@ -21,7 +22,7 @@ def cmd_metadata(args):
     return 0
 
 
-def cmd_pictures(args):
+def cmd_pictures(args: argparse.Namespace) -> int:
     from ..authoring.pictures import keep_pictures
 
     counts = keep_pictures()
@@ -29,7 +30,7 @@ def cmd_pictures(args):
     return 0
 
 
-def cmd_release(args):
+def cmd_release(args: argparse.Namespace) -> int:
     from ..authoring.release import release
 
     references = [stem.strip() for value in args.reference or () for stem in value.split(",") if stem.strip()]
@@ -38,7 +39,7 @@ def cmd_release(args):
     return 0
 
 
-def add_metadata(sub):
+def add_metadata(sub: argparse._SubParsersAction) -> None:
     "The metadata command's arguments."
     p = sub.add_parser("metadata", help="derive nbgrader metadata from the authoring convention (notebooks/README.md)")
     p.add_argument("notebooks", nargs="*", help="notebooks to update (default: all of notebooks/)")
@@ -46,7 +47,7 @@ def add_metadata(sub):
     p.set_defaults(run=cmd_metadata)
 
 
-def add_pictures(sub):
+def add_pictures(sub: argparse._SubParsersAction) -> None:
     "The pictures command's arguments."
     p = sub.add_parser(
         "pictures", help="run the notebooks with pictures and keep those outputs (for a reader on the web)"
@@ -54,7 +55,7 @@ def add_pictures(sub):
     p.set_defaults(run=cmd_pictures)
 
 
-def add_release(sub):
+def add_release(sub: argparse._SubParsersAction) -> None:
     "The release command's arguments."
     p = sub.add_parser("release", help="build the student kit: no solutions, no hidden tests, its own tinytorch/")
     p.add_argument(

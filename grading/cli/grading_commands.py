@@ -1,13 +1,22 @@
 """The commands that autograde: `autograde` itself, and `demo` and `class`, which grade a generated class
 (grading.grade, grading.examples); the grade table they print."""
 
+from __future__ import annotations
+
+import argparse
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common.defaults import CELL_TIMEOUT, FEEDBACK_CHOICES, MEMORY_MB, NOTEBOOK_TIMEOUT
 
+if TYPE_CHECKING:  # the student kit's copy has neither package: only a type checker reads these
+    from ..grade.autograde import Row
+    from ..reports.late import Policy
 
-def print_table(rows):
+
+def print_table(rows: list[Row]) -> None:
     rows = sorted(rows, key=lambda r: (r.student, r.assignment))
     width = max([len(r.assignment) for r in rows] + [10])
     print(f"{'student':<10} {'assignment':<{width}} {'score':>6} {'max':>5}  note")
@@ -15,13 +24,13 @@ def print_table(rows):
         print(f"{r.student:<10} {r.assignment:<{width}} {r.score:>6g} {r.max_score:>5g}  {r.note}")
 
 
-def _progress():
+def _progress() -> Callable[..., Iterable]:
     from tqdm.auto import tqdm
 
     return lambda items, **kw: tqdm(items, disable=None, **kw)
 
 
-def cmd_autograde(args):
+def cmd_autograde(args: argparse.Namespace) -> int:
     from ..grade.autograde import autograde
     from ..grade.settings import Settings
 
@@ -49,12 +58,12 @@ def cmd_autograde(args):
     return 1 if failed else 0
 
 
-def console(line):
+def console(line: str) -> None:
     "A line of a run's log: a warning goes to stderr, with the errors; the rest to stdout."
     print(line, file=sys.stderr if line.startswith("warning: ") else sys.stdout)
 
 
-def late_policy(args):
+def late_policy(args: argparse.Namespace) -> Policy | None:
     "The late policy of --due, --due-file, --released, --late-penalty and --trust-timestamps (grading.reports.late)."
     from ..reports.late import make_policy
 
@@ -64,7 +73,7 @@ def late_policy(args):
     return make_policy(args.due or (), args.due_file, args.late_penalty or "none", args.released, args.trust_timestamps)
 
 
-def warn_if_unsafe(args):
+def warn_if_unsafe(args: argparse.Namespace) -> None:
     from ..sandbox.sandbox import problem
 
     if args.unsafe_no_sandbox and problem() is not None:
@@ -76,14 +85,14 @@ def warn_if_unsafe(args):
         )
 
 
-def print_outputs(out):
+def print_outputs(out: Path) -> None:
     print(
         f"grade table: {out / 'grades.csv'}; gradebook: {out / 'gradebook.json'}; "
         f"distribution: {out / 'distribution.png'}; feedback: {out / 'feedback'}"
     )
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> int:
     from ..authoring.release import export_package, release
     from ..common.notebooks import REPO
     from ..examples.demo import make_submissions
@@ -115,7 +124,7 @@ def cmd_demo(args):
     return 1 if wrong else 0
 
 
-def demo_mismatches(rows):
+def demo_mismatches(rows: list[Row]) -> list[str]:
     "How the demo's table differs from the README's promise (alice full marks, bob 0, in every graded notebook)."
     from ..grade.autograde import graded_assignments
 
@@ -134,7 +143,7 @@ def demo_mismatches(rows):
     return wrong
 
 
-def cmd_class(args):
+def cmd_class(args: argparse.Namespace) -> int:
     from ..authoring.release import release
     from ..examples.classroom import NEEDS_SANDBOX, compare, make_class
     from ..grade.autograde import autograde
@@ -171,7 +180,7 @@ def cmd_class(args):
     return 1 if wrong else 0
 
 
-def add_autograde(sub):
+def add_autograde(sub: argparse._SubParsersAction) -> None:
     "The autograde command's arguments."
     p = sub.add_parser("autograde", help="grade SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb")
     p.add_argument("submissions", help="folder with one folder per student")
@@ -262,7 +271,7 @@ def add_autograde(sub):
     p.set_defaults(run=cmd_autograde)
 
 
-def add_class(sub):
+def add_class(sub: argparse._SubParsersAction) -> None:
     "The class command's arguments."
     p = sub.add_parser(
         "class",
@@ -276,7 +285,7 @@ def add_class(sub):
     p.set_defaults(run=cmd_class)
 
 
-def add_demo(sub):
+def add_demo(sub: argparse._SubParsersAction) -> None:
     "The demo command's arguments."
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")
     p.add_argument("--out", default="demo-output", help="folder for everything it makes (default demo-output)")

@@ -1,9 +1,10 @@
 """The student kit's commands, which the instructor has too: `export` and `check` (grading.student)."""
 
+import argparse
 from pathlib import Path
 
 
-def cmd_export(args):
+def cmd_export(args: argparse.Namespace) -> int:
     from ..student.check import package_root
     from ..student.export import export_package
 
@@ -13,7 +14,7 @@ def cmd_export(args):
     return 0
 
 
-def cmd_check(args):
+def cmd_check(args: argparse.Namespace) -> int:
     from ..student.check import HIDDEN, run_tests, unfinished_earlier
 
     results, broken = run_tests(args.notebook)
@@ -51,7 +52,7 @@ def cmd_check(args):
 UNANSWERED = ("", "YOUR ANSWER HERE")  # what the release leaves in a written answer's cell
 
 
-def written_answers(notebook):
+def written_answers(notebook: str | Path) -> list[tuple[str, float, bool]]:
     "[(name, points, answered)] of the notebook's written answers, which the instructor marks by hand."
     from ..common.notebooks import is_manual_answer, nbgrader_meta, read_notebook
 
@@ -63,7 +64,7 @@ def written_answers(notebook):
     ]
 
 
-def add_kit_commands(sub):
+def add_kit_commands(sub: argparse._SubParsersAction) -> None:
     "The commands of the student kit, which the instructor has too."
     p = sub.add_parser("export", help="nbdev_export the notebooks of this repository (or student kit) into tinytorch/")
     p.add_argument(

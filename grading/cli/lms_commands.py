@@ -1,6 +1,7 @@
 """The commands that face an LMS: `collect` (grading.intake), `export-grades`, `export-feedback` and `gradescope`
 (grading.lms)."""
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -9,7 +10,7 @@ from ..common.defaults import GRADESCOPE_MEMORY_MB, GRADESCOPE_NOTEBOOK_TIMEOUT,
 from ..common.errors import GradingError
 
 
-def cmd_collect(args):
+def cmd_collect(args: argparse.Namespace) -> int:
     from ..intake.collect import collect
 
     result = collect(args.download, args.lms, args.out, force=args.force, notebooks_dir=args.notebooks)
@@ -26,7 +27,7 @@ def cmd_collect(args):
     return 1 if result.not_placed else 0
 
 
-def cmd_export_grades(args):
+def cmd_export_grades(args: argparse.Namespace) -> int:
     from ..lms.csv_export import side_path
     from ..lms.export_grades import export_grades
 
@@ -59,7 +60,7 @@ def cmd_export_grades(args):
     return print_report(report.warnings, howto=report.howto, done=done, errors=errors)
 
 
-def cmd_export_feedback(args):
+def cmd_export_feedback(args: argparse.Namespace) -> int:
     from ..lms.export_feedback import export_feedback
 
     report = export_feedback(
@@ -92,11 +93,11 @@ def print_report(warnings: list[str], *, howto: Sequence[str] = (), done: list[s
     return 1 if errors else 0
 
 
-def plural(count, noun):
+def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def cmd_gradescope(args):
+def cmd_gradescope(args: argparse.Namespace) -> int:
     import tempfile
 
     from ..lms.gradescope import build
@@ -124,7 +125,7 @@ def cmd_gradescope(args):
         return try_zip(path, args.try_submission, metadata=args.metadata)
 
 
-def add_collect(sub):
+def add_collect(sub: argparse._SubParsersAction) -> None:
     "The collect command's arguments."
     p = sub.add_parser(
         "collect", help="an LMS's bulk download of submissions as SUBMISSIONS/<student>/<assignment>/<assignment>.ipynb"
@@ -145,7 +146,7 @@ def add_collect(sub):
     p.set_defaults(run=cmd_collect)
 
 
-def add_export_grades(sub):
+def add_export_grades(sub: argparse._SubParsersAction) -> None:
     "The export-grades command's arguments."
     p = sub.add_parser(
         "export-grades", help="the gradebook of an autograde run as an LMS imports it (Canvas, Moodle or Gradescope)"
@@ -207,7 +208,7 @@ def add_export_grades(sub):
     p.set_defaults(run=cmd_export_grades)
 
 
-def add_export_feedback(sub):
+def add_export_feedback(sub: argparse._SubParsersAction) -> None:
     "The export-feedback command's arguments."
     p = sub.add_parser(
         "export-feedback",
@@ -235,7 +236,7 @@ def add_export_feedback(sub):
     p.set_defaults(run=cmd_export_feedback)
 
 
-def add_gradescope(sub):
+def add_gradescope(sub: argparse._SubParsersAction) -> None:
     "The gradescope command's arguments."
     p = sub.add_parser("gradescope", help="the Gradescope autograder zip: setup.sh, run_autograder and the course")
     p.add_argument("--out", default=None, help="the zip to write (upload it as the assignment's autograder)")

@@ -15,12 +15,12 @@ WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} | {
 }
 
 
-def windows_device(name):
+def windows_device(name: str) -> bool:
     "Whether Windows reads `name` as a device (CON, NUL, COM1, ...) rather than a file or folder."
     return name.split(".")[0].rstrip(" ").upper() in WINDOWS_DEVICES
 
 
-def name_problem(name):
+def name_problem(name: str) -> str | None:
     "Why `name` cannot name a student's or an assignment's files (None when it can)."
     if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
         return f"the name is {len(name.encode('utf-8', 'surrogateescape'))} bytes long (at most {MAX_NAME_BYTES})"

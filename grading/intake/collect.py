@@ -42,8 +42,8 @@ from pathlib import Path
 from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook, write_atomic
-from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
-from .folders import RENAMED_NOTE, distinct_students
+from .downloads import LIMIT, NO_TIMES, READERS, RENAMED_NOTE, Found, folder_members, ignored, printable, zip_members
+from .folders import distinct_students
 from .roster import merged_roster, read_roster, unlisted_warning, with_participants, write_roster
 
 FORMATS = tuple(READERS)

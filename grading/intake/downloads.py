@@ -42,9 +42,9 @@ from datetime import UTC, datetime
 from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
 from ..common.names import name_problem, windows_device
-from .folders import RENAMED_NOTE, plain
-from .roster import Person
+from .roster import Person, plain
 
+RENAMED_NOTE = "this student's folder is"  # a note's words where a student's folder is not their name's
 LIMIT = MAX_NOTEBOOK_MB * 2**20  # bytes: the most collect reads of one file
 READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)  # a link is never read through
 JUNK = ("__MACOSX",)  # macOS's resource forks in a zip made on a Mac; names starting with '.' are skipped too

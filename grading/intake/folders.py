@@ -24,29 +24,10 @@ from collections import Counter, defaultdict
 from ..common.defaults import MAX_NAME_BYTES
 from ..common.errors import GradingError
 from ..common.names import name_problem
+from .downloads import RENAMED_NOTE
+from .roster import identity, plain, shares_an_id
 
-RENAMED_NOTE = "this student's folder is"
 HASH_LENGTHS = (8, 16, 32, 64)  # hex digits of a suffix, longer in each round that still finds a shared folder
-
-
-IDENTITY = ("lms_id", "sis_id", "email")  # the roster's columns that name one student in the LMS
-
-
-def identity(person):
-    """What tells two students apart beyond their folder's name: the LMS's ids and the email (IDENTITY), ignoring
-    case. Not the name, which each source writes its own way ("lovelaceada", "Ada Lovelace")."""
-    return tuple(getattr(person, column).lower() for column in IDENTITY)
-
-
-def shares_an_id(one, other):
-    "Whether an LMS id, SIS id or email is the same, and not empty, in both."
-    return any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
-
-
-def plain(name):
-    """A name as compared: NFC, spaces collapsed ('José' typed on a Mac and on Windows is one name). Not case folded:
-    an LMS writes one student's name the same way every time, and 'ADA LOVELACE' is somebody else's choice."""
-    return " ".join(unicodedata.normalize("NFC", name).split())
 
 
 def folder_key(folder):

@@ -1,18 +1,19 @@
 """SUBMISSIONS/roster.csv, who is who: `collect` writes it from an LMS's download, `export-grades` and
-`export-feedback` read it. Every problem with a roster (a line with the wrong number of fields, a student listed
-twice) is a one-line GradingError naming the file and the line. Standard library only (csv)."""
+`export-feedback` read it; and what tells two students apart (their ids, their names compared). Every problem with a
+roster (a line with the wrong number of fields, a student listed twice) is a one-line GradingError naming the file
+and the line. Standard library only (csv)."""
 
 import csv
 import dataclasses
 import io
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import write_atomic
-from .folders import shares_an_id
 
 ROSTER_COLUMNS = ("student", "name", "email")
 
@@ -161,3 +162,23 @@ def write_roster(path, people):
     writer.writerows([getattr(p, column) for column in columns] for p in people)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text.getvalue().encode("utf-8", "replace"))
+
+
+IDENTITY = ("lms_id", "sis_id", "email")  # the roster's columns that name one student in the LMS
+
+
+def identity(person):
+    """What tells two students apart beyond their folder's name: the LMS's ids and the email (IDENTITY), ignoring
+    case. Not the name, which each source writes its own way ("lovelaceada", "Ada Lovelace")."""
+    return tuple(getattr(person, column).lower() for column in IDENTITY)
+
+
+def shares_an_id(one, other):
+    "Whether an LMS id, SIS id or email is the same, and not empty, in both."
+    return any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
+
+
+def plain(name):
+    """A name as compared: NFC, spaces collapsed ('José' typed on a Mac and on Windows is one name). Not case folded:
+    an LMS writes one student's name the same way every time, and 'ADA LOVELACE' is somebody else's choice."""
+    return " ".join(unicodedata.normalize("NFC", name).split())

@@ -33,8 +33,7 @@ from pathlib import Path
 
 from ..common.errors import GradingError, did_you_mean
 from ..common.layout import unfinished_marker
-from ..intake.folders import IDENTITY
-from ..intake.roster import Person, read_roster
+from ..intake.roster import IDENTITY, Person, read_roster
 from . import canvas
 from .csv_export import Options, side_path, write_csv_export
 from .entries import MISSING, MISSING_WORDS, Grades, graded, grader_fault
