@@ -4,7 +4,6 @@ roster (a line with the wrong number of fields, a student listed twice) is a one
 and the line. Standard library only (csv)."""
 
 import csv
-import dataclasses
 import io
 import re
 import unicodedata
@@ -43,12 +42,12 @@ class Person:
         return participants(self.moodle_participant).get(assignment, "")
 
 
-def participants(text: str) -> dict:
+def participants(text: str) -> dict[str, str]:
     "{assignment: participant id} of a moodle_participant cell."
     return dict(PARTICIPANT.findall(text))
 
 
-def read_roster(path):
+def read_roster(path: str | Path) -> list[Person]:
     "[Person] from a roster CSV; a malformed one is refused with the line that is wrong."
     path = Path(path)
     try:
@@ -106,7 +105,7 @@ def read_roster(path):
     return people
 
 
-def merged_roster(listed, people):
+def merged_roster(listed: list[Person], people: list[Person]) -> tuple[list[Person], list[tuple[Person, Person]]]:
     """(roster, [(person, line)]): the roster's people `listed` with a line added for each student it lacks, its own
     lines as they are; and each student not added because a line has their LMS id, SIS id or email under another
     folder (a student id changed in the LMS, or set to a classmate's), which export-grades would refuse."""
@@ -124,26 +123,7 @@ def merged_roster(listed, people):
     return roster, unlisted
 
 
-def with_participants(people, kept):
-    """The roster with each Moodle student's participant id of each assignment collected (moodle_participant): the id
-    by which the assignment's offline grading worksheet finds them (export-grades --format moodle-worksheet)."""
-    ids = {}
-    for p in kept:
-        if p.found.participant:
-            ids.setdefault(p.found.person.student, {})[p.assignment] = p.found.participant
-    result = []
-    for person in people:
-        new = ids.get(person.student)
-        if new:
-            pairs = {**participants(person.moodle_participant), **new}
-            person = dataclasses.replace(
-                person, moodle_participant=" ".join(f"{a}={n}" for a, n in sorted(pairs.items()))
-            )
-        result.append(person)
-    return result
-
-
-def unlisted_warning(unlisted):
+def unlisted_warning(unlisted: list[tuple[Person, Person]]) -> list[str]:
     if not unlisted:
         return []
     pairs = "; ".join(f"{p.student} ({p.name or 'no name'}) and {line.student}" for p, line in unlisted[:5])
@@ -154,7 +134,7 @@ def unlisted_warning(unlisted):
     ]
 
 
-def write_roster(path, people):
+def write_roster(path: Path, people: list[Person]) -> None:
     columns = list(ROSTER_COLUMNS + ROSTER_OPTIONAL)
     text = io.StringIO()
     writer = csvsafe.writer(text)
@@ -167,18 +147,18 @@ def write_roster(path, people):
 IDENTITY = ("lms_id", "sis_id", "email")  # the roster's columns that name one student in the LMS
 
 
-def identity(person):
+def identity(person: Person) -> tuple[str, ...]:
     """What tells two students apart beyond their folder's name: the LMS's ids and the email (IDENTITY), ignoring
     case. Not the name, which each source writes its own way ("lovelaceada", "Ada Lovelace")."""
     return tuple(getattr(person, column).lower() for column in IDENTITY)
 
 
-def shares_an_id(one, other):
+def shares_an_id(one: Person, other: Person) -> bool:
     "Whether an LMS id, SIS id or email is the same, and not empty, in both."
     return any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
 
 
-def plain(name):
+def plain(name: str) -> str:
     """A name as compared: NFC, spaces collapsed ('José' typed on a Mac and on Windows is one name). Not case folded:
     an LMS writes one student's name the same way every time, and 'ADA LOVELACE' is somebody else's choice."""
     return " ".join(unicodedata.normalize("NFC", name).split())

@@ -9,19 +9,29 @@ from pathlib import Path
 from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import write_atomic
+from ..intake.roster import Person
 from . import canvas, moodle
-from .entries import fmt
+from .entries import Grades, fmt
+from .exported import Export
 
 SIDE_COLUMNS = ["student", "name", "email", "assignment", "grade", "in_import", "note"]
-
-
 BOM = "\ufeff"  # Excel reads a CSV without it in the machine's code page; Canvas's and Moodle's readers skip it
+
+
+@dataclass
+class Options:
+    "The options of one CSV export."
+
+    fmt_name: str
+    missing: str = "keep"
+    scale_to: float | None = None
+    canvas_ids: dict[str, str] = field(default_factory=dict)  # {assignment: Canvas assignment id}
 
 
 NOT_IN_ROSTER = "not in the roster: add them (student,name,email) and export again"
 
 
-def reason_left_out(person, fmt_name, assignments, identifier):
+def reason_left_out(person: Person, fmt_name: str, assignments: list[str], identifier: tuple[str, str] | None) -> str:
     "Why a person cannot be a row of the import file (the LMS could not find them, or could find the wrong one), or ''."
     if not person.in_roster:
         return NOT_IN_ROSTER
@@ -37,7 +47,13 @@ def reason_left_out(person, fmt_name, assignments, identifier):
     return ""
 
 
-def importable(grades, everyone, fmt_name, assignments, identifier=None):
+def importable(
+    grades: Grades,
+    everyone: list[Person],
+    fmt_name: str,
+    assignments: list[str],
+    identifier: tuple[str, str] | None = None,
+) -> tuple[list[Person], list[tuple[Person, str]]]:
     """(the people an import file holds, [(person, reason)] left out of it). Someone without a grade cell (nothing
     graded, --missing keep) needs no row, and is neither."""
     kept, left_out = [], []
@@ -52,7 +68,7 @@ def importable(grades, everyone, fmt_name, assignments, identifier=None):
     return kept, left_out
 
 
-def check_nothing_erased(grades, people, assignments):
+def check_nothing_erased(grades: Grades, people: list[Person], assignments: list[str]) -> None:
     """Refuse a file in which a student has a grade in one column and none in another (--missing keep): the cell the
     file needs there would erase what the LMS holds."""
     for p in people:
@@ -66,7 +82,7 @@ def check_nothing_erased(grades, people, assignments):
             )
 
 
-def csv_text(rows):
+def csv_text(rows: list[list[str]]) -> str:
     "CSV text, with a byte-order mark, whose cells a spreadsheet cannot run as formulas (grading.common.csvsafe)."
     out = io.StringIO()
     csvsafe.writer(out, lineterminator="\r\n").writerows(rows)
@@ -79,7 +95,14 @@ def side_path(out: str | Path) -> Path:
     return out.with_name(f"{out.stem}.notes.csv")
 
 
-def import_rows(grades, people, assignments, options, identifier, graded_at):
+def import_rows(
+    grades: Grades,
+    people: list[Person],
+    assignments: list[str],
+    options: Options,
+    identifier: tuple[str, str] | None,
+    graded_at: float,
+) -> list[list[str]]:
     "The rows of the import file of options.fmt_name."
     if options.fmt_name == "canvas":
         return canvas.rows(grades, people, assignments, options.canvas_ids)
@@ -88,7 +111,7 @@ def import_rows(grades, people, assignments, options, identifier, graded_at):
     return moodle.worksheet_rows(grades, people, assignments[0], graded_at)
 
 
-def howto(grades, assignments, options, identifier):
+def howto(grades: Grades, assignments: list[str], options: Options, identifier: tuple[str, str] | None) -> list[str]:
     "The lines that say how to import the file: the column to map by, and the maximum each grade item must have."
     maxima = ", ".join(f"{a}: {fmt(grades.maximum(a))}" for a in assignments)
     if options.fmt_name == "canvas":
@@ -114,7 +137,9 @@ def howto(grades, assignments, options, identifier):
     ]
 
 
-def side_rows(grades, kept, left_out, assignments, fmt_name):
+def side_rows(
+    grades: Grades, kept: list[Person], left_out: list[tuple[Person, str]], assignments: list[str], fmt_name: str
+) -> list[list[str]]:
     """The rows of OUT's side file (side_path): every grade left out of the import file with the reason, and, for
     Canvas, whose import has no comment column, every note on a grade that is in it."""
     rows = []
@@ -130,7 +155,7 @@ def side_rows(grades, kept, left_out, assignments, fmt_name):
     return rows
 
 
-def write_side_file(rows, out):
+def write_side_file(rows: list[list[str]], out: str | Path) -> list[Path]:
     "Write the side file of OUT, or remove an earlier one when there is nothing to say."
     path = side_path(out)
     if not rows:
@@ -140,7 +165,16 @@ def write_side_file(rows, out):
     return [path]
 
 
-def write_csv_export(grades, everyone, assignments, out, *, options, report, graded_at):
+def write_csv_export(
+    grades: Grades,
+    everyone: list[Person],
+    assignments: list[str],
+    out: str | Path,
+    *,
+    options: Options,
+    report: Export,
+    graded_at: float,
+) -> None:
     "Check, then write, the import file and its side file; fill the report's left_out, notes and howto."
     with_grades = [p for p in everyone if p.in_roster and any(grades.cell(p, a) is not None for a in assignments)]
     identifier = moodle.choose_identifier(with_grades) if options.fmt_name == "moodle" and with_grades else None
@@ -160,13 +194,3 @@ def write_csv_export(grades, everyone, assignments, out, *, options, report, gra
     report.notes = sum(row[5] == "yes" for row in side)
     report.written += write_side_file(side, out)
     report.howto = howto(grades, assignments, options, identifier)
-
-
-@dataclass
-class Options:
-    "The options of one CSV export."
-
-    fmt_name: str
-    missing: str = "keep"
-    scale_to: float | None = None
-    canvas_ids: dict = field(default_factory=dict)  # {assignment: Canvas assignment id}

@@ -26,6 +26,7 @@ import json
 import re
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from ..common.layout import state_folder
 from ..common.notebooks import course_notebooks, read_notebook, write_atomic
 from ..grade.autograde import feedback_path, kept_notebook, page_path, result_path
 from ..grade.spec import manual_note
-from ..intake.roster import read_roster
+from ..intake.roster import Person, read_roster
 from ..reports.feedback import page_html
 from ..reports.page import PageCache, render, shared_cells
 from .entries import final_of, fmt, graded, manual_points, not_marked
@@ -199,7 +200,7 @@ def write_zip(path: Path, files: dict) -> Path:
     return path
 
 
-def moodle_folder(person, student: str, participant_id: str) -> str:
+def moodle_folder(person: Person | None, student: str, participant_id: str) -> str:
     "The folder name Moodle's download gives a student's files, which its feedback upload reads the id from."
     name = NOT_IN_NAME.sub(" ", (person.name if person else "") or student).strip() or "student"
     return f"{name}_{participant_id}_assignsubmission_file"
@@ -224,7 +225,9 @@ def lay_out_moodle(pages: dict, people: dict, out: Path, report: FeedbackExport)
     return [write_zip(out / f"{assignment}.zip", files) for assignment, files in sorted(zips.items())]
 
 
-def lay_out_files(pages: dict, folder_of, out: Path) -> list:
+def lay_out_files(
+    pages: dict[tuple[str, str], str], folder_of: Callable[[str, str], str | Path], out: Path
+) -> list[Path]:
     "OUT/<folder_of(student, assignment)>/<assignment>-feedback.html for every page."
     written = []
     for (student, assignment), page in sorted(pages.items()):
@@ -249,7 +252,7 @@ def lay_out(layout: str, pages: dict, people: dict, out: Path, report: FeedbackE
     return [write_zip(out / f"{student}.zip", files) for student, files in sorted(per_student.items())]
 
 
-def email_folder(person, student: str, report: FeedbackExport) -> str:
+def email_folder(person: Person | None, student: str, report: FeedbackExport) -> str:
     "A student's folder for Gradescope: the email address Gradescope knows them by, else the submission folder."
     email = person.email if person else ""
     if email and not NOT_ON_DISK.search(email) and not email.startswith("."):
@@ -263,7 +266,15 @@ def email_folder(person, student: str, report: FeedbackExport) -> str:
 # -- The command -----------------------------------------------------------------------------------------------------
 
 
-def export_feedback(grading_dir, layout: str, out, *, roster=None, notebooks_dir=None, only=None) -> FeedbackExport:
+def export_feedback(
+    grading_dir: str | Path,
+    layout: str,
+    out: str | Path,
+    *,
+    roster: str | Path | None = None,
+    notebooks_dir: str | Path | None = None,
+    only: list[str] | None = None,
+) -> FeedbackExport:
     """Write the feedback pages of GRADING_DIR into OUT, laid out for an LMS.
 
     Args:
@@ -295,8 +306,8 @@ def export_feedback(grading_dir, layout: str, out, *, roster=None, notebooks_dir
     check_finished(grading_dir)
     people = {p.student: p for p in read_roster(roster)} if roster is not None else {}
     report = FeedbackExport()
-    add_marks(book, grading_dir, report)
-    assignments = choose_assignments(book, course_notebooks(notebooks_dir), only, report, layout)
+    add_marks(book, grading_dir, report.warnings)
+    assignments = choose_assignments(book, course_notebooks(notebooks_dir), only, report.warnings, layout)
     pages = pages_of(Path(grading_dir), book, assignments, report)
     report.written = lay_out(layout, pages, people, out, report)
     return report

@@ -29,6 +29,7 @@ Standard library only (csv, json), nbgrader aside: the export runs wherever the 
 """
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 
 from ..common.errors import GradingError, did_you_mean
@@ -39,7 +40,7 @@ from .csv_export import Options, side_path, write_csv_export
 from .entries import MISSING, MISSING_WORDS, Grades, graded, grader_fault
 from .exported import Export
 from .gradescope_results import VISIBILITIES, write_gradescope_export
-from .lms_input import hidden_tests, read_gradebook
+from .lms_input import Gradebook, hidden_tests, read_gradebook
 from .marked import add_marks, changed_since_grading, unmarked_warning
 
 FORMATS = ("canvas", "moodle", "moodle-worksheet", "gradescope")
@@ -50,13 +51,13 @@ REPO = Path(__file__).resolve().parents[2]
 # -- Who is written --------------------------------------------------------------------------------------------------
 
 
-def assignments_of(book, known):
+def assignments_of(book: Gradebook, known: Collection[str]) -> list[str]:
     "The assignment columns: every gradebook key that was graded (has tests) or is a course notebook, in order."
     keys = {a for entries in book.values() for a, e in entries.items() if "tests" in e or a in known}
     return sorted(keys)
 
 
-def people_of(book, roster):
+def people_of(book: Gradebook, roster: list[Person] | None) -> tuple[list[Person], list[str], list[str]]:
     "Everyone to write: the roster in its order, then graded students it lacks; and the two lists of disagreements."
     if roster is None:
         return [Person(s) for s in sorted(book)], [], []
@@ -69,7 +70,9 @@ def people_of(book, roster):
 # -- The command -----------------------------------------------------------------------------------------------------
 
 
-def check_options(fmt_name, missing, hidden_visibility, roster, scale_to):
+def check_options(
+    fmt_name: str, missing: str, hidden_visibility: str, roster: str | Path | None, scale_to: float | None
+) -> None:
     "Refuse an export that cannot be done, before anything is read or written."
     if fmt_name not in FORMATS:
         raise GradingError(f"unknown format {fmt_name!r}; choose one of {', '.join(FORMATS)}.")
@@ -91,9 +94,12 @@ def check_options(fmt_name, missing, hidden_visibility, roster, scale_to):
         )
 
 
-def choose_assignments(book, hidden, only, report, fmt_name):
-    "The assignment columns: all, or those of --assignment; a gradebook key that is no assignment is reported."
-    assignments = assignments_of(book, hidden)
+def choose_assignments(
+    book: Gradebook, known: Collection[str], only: list[str] | None, warnings: list[str], fmt_name: str
+) -> list[str]:
+    """The assignment columns: all, or those of --assignment; a gradebook key that is no assignment (none of `known`,
+    the course's notebooks, and never graded) is reported."""
+    assignments = assignments_of(book, known)
     if only:
         unknown = [a for a in only if a not in assignments]
         if unknown:
@@ -106,9 +112,7 @@ def choose_assignments(book, hidden, only, report, fmt_name):
         for student, entries in sorted(book.items()):
             for key, entry in sorted(entries.items()):
                 if key not in assignments:
-                    report.warnings.append(
-                        f"{student}/{key}: not an assignment, left out of the export: {entry['note']}"
-                    )
+                    warnings.append(f"{student}/{key}: not an assignment, left out of the export: {entry['note']}")
     if fmt_name == "moodle-worksheet" and len(assignments) != 1:
         raise GradingError(
             f"--format moodle-worksheet is one assignment's worksheet; the gradebook has {', '.join(assignments)}: "
@@ -117,7 +121,9 @@ def choose_assignments(book, hidden, only, report, fmt_name):
     return assignments
 
 
-def disagreements(book, report, assignments, fmt_name, out, missing):
+def disagreements(
+    book: Gradebook, report: Export, assignments: list[str], fmt_name: str, out: str | Path, missing: str
+) -> list[str]:
     "The warnings about who is left out, who has no grade and what the import file cannot carry."
     side = side_path(out)
     gradescope = fmt_name == "gradescope"
@@ -152,7 +158,7 @@ def disagreements(book, report, assignments, fmt_name, out, missing):
     return lines
 
 
-def check_one_line_each(people, roster):
+def check_one_line_each(people: list[Person], roster: str | Path | None) -> None:
     "Refuse a roster in which two students share an id or an email: the import would mix up their grades."
     seen = {}
     columns = (*IDENTITY, "login_id")
@@ -168,7 +174,7 @@ def check_one_line_each(people, roster):
             seen[column, value] = person.student
 
 
-def check_finished(grading_dir):
+def check_finished(grading_dir: str | Path) -> None:
     """Raise GradingError if the last autograde run into `grading_dir` stopped before grading every submission it
     found (interrupted, or the machine went down): its table lacks them, and an export would show them as not handed
     in (grading.grade.autograde writes the marker while it grades)."""
@@ -189,7 +195,7 @@ def check_finished(grading_dir):
     )
 
 
-def read_inputs(grading_dir: str | Path, roster: str | Path | None) -> tuple[dict, list[Person] | None]:
+def read_inputs(grading_dir: str | Path, roster: str | Path | None) -> tuple[Gradebook, list[Person] | None]:
     "(the gradebook of a finished autograde run, the roster's people or None without one), each checked."
     book = read_gradebook(grading_dir)
     check_finished(grading_dir)
@@ -213,11 +219,11 @@ def export_grades(
     *,
     roster: str | Path | None = None,
     notebooks_dir: str | Path | None = None,
-    only: list | None = None,
+    only: list[str] | None = None,
     missing: str = "keep",
     hidden_visibility: str = "after_published",
     scale_to: float | None = None,
-    canvas_assignments: list | None = None,
+    canvas_assignments: list[str] | None = None,
     canvas_export: str | Path | None = None,
 ) -> Export:
     """Write the gradebook of GRADING_DIR in the layout of an LMS.
@@ -248,8 +254,8 @@ def export_grades(
     hidden = hidden_tests(instructor_notebooks(notebooks_dir))
     report = Export()
     written_before = {(s, a): e.get("final_score") for s, entries in book.items() for a, e in entries.items()}
-    add_marks(book, grading_dir, report)
-    assignments = choose_assignments(book, hidden, only, report, fmt_name)
+    add_marks(book, grading_dir, report.warnings)
+    assignments = choose_assignments(book, hidden, only, report.warnings, fmt_name)
     everyone, report.not_in_roster, report.not_graded = people_of(book, people)
     report.warnings += [w for w in [unmarked_warning(book, assignments, grading_dir)] if w]
     report.warnings += [w for w in [changed_since_grading(book, written_before, assignments)] if w]

@@ -7,9 +7,11 @@ from pathlib import Path
 
 from ..common.errors import GradingError
 from ..common.notebooks import write_atomic
+from ..intake.roster import Person
 from ..reports.feedback import NOT_SHOWN, WHY_NOT_SHOWN
 from .entries import grader_fault
-from .lms_input import number
+from .exported import Export
+from .lms_input import Gradebook, HiddenTests, number
 
 GRADESCOPE_TEXT = {"output_format": "text", "test_output_format": "text", "test_name_format": "text"}  # never HTML
 
@@ -31,7 +33,9 @@ def test_output(message: str) -> str:
     return f"{message}. {WHY_NOT_SHOWN}" if NOT_SHOWN in message else message
 
 
-def gradescope_results(person, assignment, entry, hidden, visibility):
+def gradescope_results(
+    person: Person, assignment: str, entry: dict | None, hidden: dict[str, bool] | None, visibility: str
+) -> dict:
     """One Gradescope results.json, as a dict: the total, each test with its visibility, and an output (plain text,
     as every string in it: Gradescope renders the top-level output as HTML by default) that says what the score
     holds: the late penalty, the written answers, the points of the hidden tests and when they are shown."""
@@ -72,7 +76,7 @@ def gradescope_results(person, assignment, entry, hidden, visibility):
     }
 
 
-def score_notes(entry):
+def score_notes(entry: dict) -> list[str]:
     "What makes the score differ from the tests' sum: the late penalty, the written answers marked by hand."
     lines = []
     manual, marked = entry.get("manual_points"), entry.get("manual_score")
@@ -89,7 +93,7 @@ def score_notes(entry):
     return lines
 
 
-def hidden_note(listed, visibility):
+def hidden_note(listed: list[dict], visibility: str) -> str:
     "The sentence that says how many points are in tests students do not see yet, and when they will."
     unseen = [t for t in listed if t["visibility"] != "visible"]
     if not unseen:
@@ -101,7 +105,9 @@ def hidden_note(listed, visibility):
     )
 
 
-def write_gradescope(book, people, assignments, out, hidden, visibility):
+def write_gradescope(
+    book: Gradebook, people: list[Person], assignments: list[str], out: str | Path, hidden: HiddenTests, visibility: str
+) -> list[Path]:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise GradingError(f"{out}: is a file; for --format gradescope, --out is a folder (one results.json each).")
@@ -118,7 +124,17 @@ def write_gradescope(book, people, assignments, out, hidden, visibility):
     return written
 
 
-def write_gradescope_export(book, everyone, assignments, out, hidden, report, *, visibility, no_roster):
+def write_gradescope_export(
+    book: Gradebook,
+    everyone: list[Person],
+    assignments: list[str],
+    out: str | Path,
+    hidden: HiddenTests,
+    report: Export,
+    *,
+    visibility: str,
+    no_roster: bool,
+) -> None:
     "Write a results.json per student and assignment into the folder OUT; fill the report's written and warnings."
     if no_roster:
         report.warnings.append("no --roster: the results carry only the submission folder name")

@@ -13,10 +13,12 @@ from pathlib import Path
 
 from ..common.errors import GradingError
 
+Gradebook = dict[str, dict[str, dict]]  # {student: {assignment: entry}}, as autograde writes gradebook.json
+HiddenTests = dict[str, dict[str, bool]]  # {assignment: {test id: whether its cell holds hidden tests}}, in order
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"  # as in grading.common.notebooks, which needs nbformat; this module does not
 
 
-def read_gradebook(grading_dir):
+def read_gradebook(grading_dir: str | Path) -> Gradebook:
     "{student: {assignment: entry}} from GRADING_DIR/gradebook.json, checked for the shape autograde writes."
     grading_dir = Path(grading_dir)
     if not grading_dir.is_dir():
@@ -45,11 +47,11 @@ def read_gradebook(grading_dir):
     return book
 
 
-def number(value):
+def number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def load_result_tests(grading_dir, student, assignment):
+def load_result_tests(grading_dir: str | Path, student: str, assignment: str) -> dict | None:
     "The per-test scores of GRADING_DIR/results/<student>/<assignment>.json, or None."
     try:
         result = json.loads((Path(grading_dir) / "results" / student / f"{assignment}.json").read_text())
@@ -59,7 +61,7 @@ def load_result_tests(grading_dir, student, assignment):
     return tests if isinstance(tests, dict) else None
 
 
-def hidden_tests(notebooks_dir):
+def hidden_tests(notebooks_dir: str | Path) -> HiddenTests:
     "{assignment: set of test ids whose cell holds hidden tests}, from the instructor's notebooks (plain JSON)."
     found = {}
     for path in sorted(Path(notebooks_dir).glob("*.ipynb")):
