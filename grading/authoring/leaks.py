@@ -4,6 +4,7 @@ reference module is handed out (`--reference`) is no secret any more, and is lef
 
 import keyword
 import re
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from ..common.errors import GradingError
@@ -12,6 +13,7 @@ from ..common.notebooks import (
     HIDDEN_END,
     SOLUTION_BEGIN,
     SOLUTION_END,
+    NotebookNode,
     is_manual_answer,
     nbgrader_meta,
     read_notebook,
@@ -30,12 +32,12 @@ MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
 EXPORTED_FROM = re.compile(r"File to edit: (?:\.\./)*(?:[\w.-]+/)*(?P<stem>[\w.-]+)\.ipynb")
 
 
-def normalise(line):
+def normalise(line: str) -> str:
     "A line as its tokens, one space apart: `a*b` and `a  *  b` read the same."
     return " ".join(TOKEN.findall(line))
 
 
-def is_answer(line):
+def is_answer(line: str) -> bool:
     "Whether a solution line is specific enough to give an exercise away (not `return result`, an import or `pass`)."
     text = line.strip()
     if not text or text.startswith("#") or text in MARKERS or re.match(r"(?:import|from)\s", text):
@@ -45,7 +47,7 @@ def is_answer(line):
     return len(tokens) >= 3 and len(names) >= 3 and len("".join(tokens)) >= 10
 
 
-def answer_parts(line):
+def answer_parts(line: str) -> list[str]:
     "The line and, for `return X` or `name = X`, the expression X: a test message or a hint can quote just that."
     text = line.strip()
     parts = [text]
@@ -57,7 +59,7 @@ def answer_parts(line):
     return [part for part in parts if is_answer(part)]
 
 
-def regions(source):
+def regions(source: str) -> Iterator[tuple[str, str]]:
     "Split a cell's lines into (kind, line): kind is 'solution', 'hidden' or 'visible'."
     kind = "visible"
     for line in source.splitlines():
@@ -73,10 +75,10 @@ def regions(source):
 class Secret:
     "A normalised answer (or hidden-test) line of one notebook, and what to say when it shows up."
 
-    def __init__(self, pattern, line, stem, exercise, kind):
+    def __init__(self, pattern: str, line: str, stem: str, exercise: str, kind: str) -> None:
         self.pattern, self.line, self.stem, self.exercise, self.kind = pattern, line, stem, exercise, kind
 
-    def describe(self):
+    def describe(self) -> str:
         what = {
             "solution": f"the answer to exercise {self.exercise}",
             "hidden": f"hidden test {self.exercise}",
@@ -88,7 +90,7 @@ class Secret:
 ANSWER_WORDS = 6  # a sentence of a model answer this long is specific enough to give it away
 
 
-def answer_sentences(cell):
+def answer_sentences(cell: NotebookNode) -> Iterator[str]:
     "The sentences of a written answer's model answer that are long enough to give it away."
     for line in model_answer(cell.source).splitlines():
         for sentence in re.split(r"(?<=[.!?;:])\s+", line.strip()):
@@ -96,7 +98,7 @@ def answer_sentences(cell):
                 yield sentence
 
 
-def course_secrets(notebooks, handed_out=()):
+def course_secrets(notebooks: dict[str, Path], handed_out: Collection[str] = ()) -> dict[str, Secret]:
     """{normalised pattern: Secret}: every notebook's answer lines and expressions, except those the notebook itself
     shows in its text or given code (not in a test: a test's message must not give the answer away), its hidden-test
     lines, except those shown anywhere in the course, and the sentences of its model answers to the questions marked
@@ -104,7 +106,7 @@ def course_secrets(notebooks, handed_out=()):
     is `handed_out` are no secret (their deadline has passed); their model answers still are."""
     read = {stem: read_notebook(path) for stem, path in notebooks.items()}
 
-    def shown(nb, tests):
+    def shown(nb: NotebookNode, tests: bool) -> str:
         return " \n ".join(
             normalise(line)
             for cell in nb.cells
@@ -136,7 +138,7 @@ def course_secrets(notebooks, handed_out=()):
     return secrets
 
 
-def kit_lines(file):
+def kit_lines(file: Path) -> Iterator[tuple[str, str]]:
     "(where, line) for every line of text in a kit file: a notebook's cell sources and outputs, or the file's lines."
     if file.suffix == ".ipynb":
         for index, cell in enumerate(read_notebook(file).cells):
@@ -155,7 +157,7 @@ def kit_lines(file):
         yield f"line {number}", line
 
 
-def shown_in(file, kit):
+def shown_in(file: Path, kit: Path) -> str:
     "The notebook a kit file belongs to (its folder, or the notebook an exported module is made from), else the file."
     relative = file.relative_to(kit)
     if file.suffix == ".ipynb":
@@ -168,7 +170,9 @@ def shown_in(file, kit):
     return str(relative)
 
 
-def find_leaks(kit, notebooks, handed_out=()):
+def find_leaks(
+    kit: str | Path, notebooks: dict[str, Path], handed_out: Collection[str] = ()
+) -> Iterator[tuple[Path, str, str, Secret]]:
     """Yield (file, where, line, secret) for each line of the kit that shows an answer or hidden-test line of any
     notebook (but the answer and hidden-test lines of those whose reference module is `handed_out`)."""
     kit = Path(kit)
@@ -181,7 +185,7 @@ def find_leaks(kit, notebooks, handed_out=()):
                 yield file, where, line, secret
 
 
-def scan_for_solutions(kit, notebooks, handed_out=()):
+def scan_for_solutions(kit: str | Path, notebooks: dict[str, Path], handed_out: Collection[str] = ()) -> None:
     """Fail, in one line, if any file of the kit contains an answer line of any notebook (or a hidden-test line),
     but those of the notebooks whose reference module is `handed_out`."""
     for file, where, line, secret in find_leaks(kit, notebooks, handed_out):

@@ -16,6 +16,7 @@ The release records what it wrote (grading.authoring.manifest), and into a folde
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ..common.errors import GradingError
@@ -23,6 +24,7 @@ from ..common.notebooks import (
     DEFINITION,
     REPO,
     SOLUTION_BEGIN,
+    NotebookNode,
     course_notebooks,
     nbgrader_meta,
     read_notebook,
@@ -70,7 +72,7 @@ STUDENT_KIT = [
 STUB = "raise NotImplementedError()"
 
 
-def stub_message(assignment, exercise):
+def stub_message(assignment: str, exercise: str) -> str:
     "The stub's line: a test of a later notebook that goes through the exercise shows it too, so it says both."
     return (
         f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
@@ -80,7 +82,7 @@ def stub_message(assignment, exercise):
     )
 
 
-def explain_stubs(source, assignment):
+def explain_stubs(source: str, assignment: str) -> str:
     "Make each stub nbgrader left name its exercise: the top-level class or function it stands in."
     lines, current = [], None
     for line in source.splitlines():
@@ -90,7 +92,7 @@ def explain_stubs(source, assignment):
     return "\n".join(lines)
 
 
-def check_sources(notebooks):
+def check_sources(notebooks: dict[str, Path]) -> None:
     "Refuse to release notebooks whose nbgrader metadata is out of date with the convention."
     for path in notebooks.values():
         cells = mismatches(path)
@@ -100,7 +102,7 @@ def check_sources(notebooks):
             )
 
 
-def student_notebooks(notebooks, workdir):
+def student_notebooks(notebooks: dict[str, Path], workdir: str | Path) -> dict[str, NotebookNode]:
     "Generate the student version of every notebook with nbgrader; return {stem: notebook}."
     released = {}
     for stem, release_path in made_course(notebooks, workdir).items():
@@ -126,7 +128,7 @@ def student_notebooks(notebooks, workdir):
 KIT_ONLY_SETTINGS = {"update_pyproject": "False"}
 
 
-def kit_settings(settings_path, nbs_path="."):
+def kit_settings(settings_path: str | Path, nbs_path: str = ".") -> str:
     "The repository's settings.ini with the notebooks read from `nbs_path`, and nbdev told to leave pyproject.toml be."
     settings = {"nbs_path": nbs_path, **KIT_ONLY_SETTINGS}
     lines = []
@@ -137,7 +139,7 @@ def kit_settings(settings_path, nbs_path="."):
     return "\n".join(lines) + "\n"
 
 
-def check_output(out, update=False, force=False):
+def check_output(out: str | Path, update: bool = False, force: bool = False) -> KitState | None:
     """What is in `out` now (a KitState, or None when there is nothing to keep); a GradingError when releasing there
     would delete the student's work and neither --update nor --force says what to do."""
     out = Path(out)
@@ -167,7 +169,7 @@ def check_output(out, update=False, force=False):
     return state
 
 
-def put_in_place(staged, out):
+def put_in_place(staged: Path, out: str | Path) -> None:
     "Replace `out` (absent, empty or an earlier kit) by the finished kit in `staged`; the old one goes last."
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -179,7 +181,7 @@ def put_in_place(staged, out):
         shutil.rmtree(old)
 
 
-def blocked(root, relative):
+def blocked(root: Path, relative: str) -> bool:
     "Whether writing ROOT/RELATIVE would go through a link or need a folder where the student put something else."
     path = Path(root)
     for part in Path(relative).parts[:-1]:
@@ -189,7 +191,7 @@ def blocked(root, relative):
     return False
 
 
-def update_in_place(staged, out, state, log):
+def update_in_place(staged: Path, out: str | Path, state: KitState, log: Callable[[str], object]) -> None:
     """Write the kit in `staged` into the earlier kit `out`, file by file, keeping whatever the student changed or
     added (state: grading.authoring.manifest.KitState); the new manifest keeps the old hash of a kept file, so a later release
     still knows it as the student's."""
@@ -222,7 +224,7 @@ def update_in_place(staged, out, state, log):
         log(f"run python -m grading export in {out} to bring tinytorch/ up to date with the notebooks")
 
 
-def copy_in(source, target):
+def copy_in(source: Path, target: Path) -> None:
     "Copy `source` to `target` whole: written beside it, then put in its place (never half a file, nor through a link)."
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.release-tmp")
@@ -230,7 +232,9 @@ def copy_in(source, target):
     os.replace(tmp, target)
 
 
-def new_versions_beside(staged, out, state, kept, new):
+def new_versions_beside(
+    staged: Path, out: Path, state: KitState, kept: list[str], new: dict[str, str]
+) -> dict[str, str]:
     """{notebook: its copy}: each notebook the student changed whose release changed too (an instructor's finding: the
     kept notebook silently lacked a new test), written beside it as NAME.new.ipynb, where that is no file of the
     student's (a copy of an earlier update is replaced)."""
@@ -248,7 +252,15 @@ def new_versions_beside(staged, out, state, kept, new):
     return beside
 
 
-def release(out, notebooks_dir=None, *, update=False, force=False, references=(), log=None):
+def release(
+    out: str | Path,
+    notebooks_dir: str | Path | None = None,
+    *,
+    update: bool = False,
+    force: bool = False,
+    references: Collection[str] = (),
+    log: Callable[[str], object] | None = None,
+) -> list[str]:
     """Build the student kit and put it in `out`, never deleting a student's work there unless told --force.
 
     Args:
@@ -291,7 +303,7 @@ def release(out, notebooks_dir=None, *, update=False, force=False, references=()
     return list(released)
 
 
-def check_references(references, notebooks):
+def check_references(references: Collection[str], notebooks: dict[str, Path]) -> list[str]:
     "The notebooks of --reference, in course order; a GradingError names one the course does not have."
     unknown = [stem for stem in references if stem not in notebooks]
     if unknown:
@@ -308,7 +320,7 @@ REFERENCE_NOTE = (
 )
 
 
-def write_references(kit, sources, workdir):
+def write_references(kit: Path, sources: dict[str, Path], workdir: Path) -> None:
     "Export the instructor's notebooks `sources` ({stem: path}) and put their modules, without markers, in kit/references."
     if not sources:
         return
@@ -326,7 +338,7 @@ def write_references(kit, sources, workdir):
         target.write_text(f"{header}\n{REFERENCE_NOTE.format(stem=path.stem)}{strip_markers(rest)}\n")
 
 
-def build_kit(out, released):
+def build_kit(out: Path, released: dict[str, NotebookNode]) -> None:
     for stem, nb in released.items():
         write_notebook(nb, out / stem / f"{stem}.ipynb")
     (out / "settings.ini").write_text(kit_settings(REPO / "settings.ini"))
