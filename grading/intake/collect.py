@@ -21,16 +21,15 @@ submissions, and the time each was handed in. So this command does it, in the or
 6. add the students to SUBMISSIONS/roster.csv (the roster `export-grades` reads: student, name, email, lms_id, sis_id,
    login_id, section, moodle_participant), lines already there untouched but for the Moodle participant id of an
    assignment collected (the id of its offline grading worksheet); autograde skips files at the top of SUBMISSIONS;
-7. write SUBMISSIONS/collect-report.csv: every file of the download, placed or not and why, hidden files and
-   checkpoints as 'skipped' (rows of earlier collects of other downloads are kept).
+7. write SUBMISSIONS/collect-report.csv (grading.intake.report): every file of the download, placed or not and why,
+   hidden files and checkpoints as 'skipped' (rows of earlier collects of other downloads are kept).
 
-Every file that is not placed is also one line on stderr (cli.cmd_collect), so nothing is dropped silently.
+Every file that is not placed is also one line on stderr (grading.cli.lms_commands.cmd_collect), so nothing is dropped
+silently.
 """
 
-import csv
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import re
@@ -41,7 +40,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook, write_atomic
 from .downloads import (
@@ -57,12 +55,11 @@ from .downloads import (
     zip_members,
 )
 from .folders import distinct_students
+from .report import REPORT, Row, earlier_report, write_report
 from .roster import Person, merged_roster, participants, read_roster, unlisted_warning, write_roster
 
 FORMATS = tuple(READERS)
 ROSTER = "roster.csv"
-REPORT = "collect-report.csv"
-REPORT_COLUMNS = ["download", "file", "status", "student", "assignment", "time", "time_from", "note"]
 PLACED, UNCHANGED, SUPERSEDED, NOT_PLACED = "placed", "unchanged", "superseded", "not placed"
 SKIPPED = "skipped"  # hidden files, Jupyter's checkpoints, macOS's extras: in the report, not an error
 DOUBT = (
@@ -72,19 +69,6 @@ DOUBT = (
 RENAMED = re.compile(r"(?:\s*\(\d+\)|-\d+|[-_ ]copy\d*|-checkpoint)$")  # "x (1)", "x-1", "x-Copy1": the same name
 UNREADABLE = "not a readable notebook: {}; autograde cannot grade it: ask the student to hand it in again"
 LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope", "flat": "the folder"}
-
-
-@dataclass
-class Row:
-    "What became of one file of the download: a line of collect-report.csv."
-
-    file: str
-    status: str
-    note: str = ""
-    student: str = ""
-    assignment: str = ""
-    time: str = ""
-    time_from: str = ""
 
 
 @dataclass
@@ -417,31 +401,6 @@ def write_notebook(p: Placement, out: Path, unchanged: set[int]) -> Row:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data, p.time.timestamp() if p.time else None)
     return p.row(PLACED)
-
-
-def earlier_report(path: Path, source: str) -> list[list[str]]:
-    "The rows of OUT/collect-report.csv that other downloads wrote (a collect of this one again replaces its own)."
-    if not path.exists():
-        return []
-    try:
-        rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
-    except (OSError, UnicodeDecodeError) as error:
-        raise GradingError(f"{path}: cannot be read ({error}); move it away.") from None
-    if not rows or rows[0] != REPORT_COLUMNS:
-        raise GradingError(f"{path}: not a report of collect (header {','.join(REPORT_COLUMNS)}); move it away.")
-    return [row for row in rows[1:] if row and row[0] != source]
-
-
-def write_report(path: Path, source: str, earlier: list[list[str]], rows: list[Row]) -> None:
-    text = io.StringIO()
-    writer = csvsafe.writer(text)
-    writer.writerow(REPORT_COLUMNS)
-    writer.writerows(earlier)
-    for r in rows:
-        row = [source, r.file, r.status, r.student, r.assignment, r.time, r.time_from, r.note]
-        writer.writerow([printable(str(cell)) for cell in row])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.getvalue().encode("utf-8"))
 
 
 def warnings(lms: str, rows: list[Row]) -> list[str]:
