@@ -150,3 +150,14 @@ def test_check_names_a_given_cell_that_failed_through_the_students_code(tmp_path
         "is not 4: it runs your code above it, so fix that first"
     ), lines
     assert lines[1].startswith("FAIL    doubles (1 point)"), lines
+
+
+def test_both_exports_print_their_report_with_one_function(capsys):
+    "Warnings and how to import go to stderr, what was written to stdout, then the errors; an error makes it exit 1."
+    from grading.cli.lms_commands import print_report
+
+    code = print_report(["w"], howto=["map by email"], done=["written to out.csv"], errors=["2 students left out"])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == "written to out.csv\n"
+    assert err.splitlines() == ["warning: w", "to import: map by email", "error: 2 students left out"]
+    assert print_report([], done=["3 feedback pages written"], errors=[]) == 0

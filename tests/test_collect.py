@@ -14,9 +14,9 @@ import pytest
 from grading.cli import main
 from grading.common.errors import GradingError
 from grading.common.notebooks import REPO, nbgrader_meta, read_notebook
-from grading.lms import downloads
-from grading.lms.collect import collect
-from grading.lms.lms_input import read_roster
+from grading.intake import downloads
+from grading.intake.collect import collect
+from grading.intake.roster import read_roster
 from tests.conftest import run_cli
 
 
@@ -539,7 +539,7 @@ def test_a_moodle_name_that_slugs_to_anothers_folder_of_an_earlier_collect_gets_
 
 
 def h8(*who):
-    "The suffix grading.lms.folders gives the student `who` (their folder, ids, email and name)."
+    "The suffix grading.intake.folders gives the student `who` (their folder, ids, email and name)."
     import hashlib
 
     return hashlib.sha256("\0".join(who).encode()).hexdigest()[:8]
@@ -654,7 +654,7 @@ def test_a_moodle_folder_name_that_is_not_utf8_is_collected_with_its_roster_and_
 
 
 def test_a_suffixed_folder_name_stays_within_what_autograde_takes(tmp_path, course):
-    from grading.grade.submissions import name_problem
+    from grading.common.names import name_problem
 
     download = make_zip(
         tmp_path / "flat.zip",
@@ -693,7 +693,7 @@ def test_a_name_typed_on_a_mac_and_on_windows_is_one_student(tmp_path, course):
 
 def test_a_student_named_like_a_windows_device_gets_a_folder_windows_can_hold(tmp_path, course):
     "Moodle's 'Con' and a flat download's 'aux': folders student-con and student-aux, which grading then takes."
-    from grading.grade.submissions import name_problem
+    from grading.common.names import name_problem
 
     moodle = make_zip(tmp_path / "m.zip", {"Con_5_assignsubmission_file/02_function.ipynb": tiny()})
     out = tmp_path / "submissions"

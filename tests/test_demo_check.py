@@ -1,7 +1,7 @@
 """`python -m grading demo` checks its own table against the README's promise and fails when it differs."""
 
 from conftest import REPO
-from grading.cli import demo_mismatches
+from grading.cli.grading_commands import demo_mismatches
 from grading.grade.autograde import graded_assignments
 from grading.grade.gradebook import Row
 

@@ -73,7 +73,7 @@ def test_every_quoted_command_exists():
         for name in COMMAND.findall(doc.read_text())
         if name not in known
     ]
-    assert unknown == [], f"grading/cli.py has {sorted(known)}"
+    assert unknown == [], f"grading/cli has {sorted(known)}"
 
 
 def test_the_readme_names_every_command_once_in_its_list():

@@ -153,7 +153,7 @@ def test_a_browsers_second_download_of_the_notebook_is_the_notebook(tmp_path, na
 
 def test_the_results_say_that_written_answers_are_marked_by_hand(tmp_path):
     "An instructor's finding: Canvas counted 27 points for 04, Gradescope's results 24 and said nothing of the 3."
-    from grading.lms.lms_input import Person
+    from grading.intake.roster import Person
 
     test = {"score": 1.0, "max_score": 1.0, "message": ""}
     entry = {"score": 1.0, "max_score": 1.0, "note": "", "tests": {"add_backward": test}, "manual_points": 3.0}
@@ -365,7 +365,7 @@ def points_of(assignment):
 def test_export_grades_says_why_the_score_is_not_the_tests_sum_and_when_hidden_tests_show(tmp_path):
     """Issue 46.7: export-grades --format gradescope wrote 19.2 with tests summing to 24 and no word of the penalty,
     and nothing said that students see only the visible tests' points until the grades are published."""
-    from grading.lms.lms import export_grades
+    from grading.lms.export_grades import export_grades
     from grading.lms.lms_input import hidden_tests
 
     points = points_of("04_elementwise")
@@ -390,8 +390,8 @@ def test_export_grades_says_why_the_score_is_not_the_tests_sum_and_when_hidden_t
     [("after_due_date", "is shown after the due date"), ("hidden", "is shown to your instructor only")],
 )
 def test_the_output_says_when_each_visibility_shows_the_hidden_tests(visibility, words):
-    from grading.lms.lms import gradescope_results
-    from grading.lms.lms_input import Person
+    from grading.intake.roster import Person
+    from grading.lms.gradescope_results import gradescope_results
 
     tests = {"seen": {"score": 1, "max_score": 1}, "unseen": {"score": 0, "max_score": 2}}
     entry = {"score": 1.0, "max_score": 3.0, "tests": tests}

@@ -15,7 +15,8 @@ import pytest
 from conftest import REPO, run_cli
 from grading.common.notebooks import read_notebook, write_notebook
 from grading.grade.gradebook import Row, apply_late, write_gradebook, write_table
-from grading.lms.lms import export_grades, mark_entry
+from grading.lms.export_grades import export_grades
+from grading.lms.marked import mark_entry
 from grading.reports.late import Late
 from grading.reports.marking import Marks, revert_test_edit
 

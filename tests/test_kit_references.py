@@ -10,7 +10,8 @@ from release_helpers import course_copy, release_in
 from test_release_scan import ANSWER, tiny_notebook
 
 from conftest import run_cli
-from grading.authoring.release import check_references, course_secrets, find_leaks, stub_message
+from grading.authoring.leaks import course_secrets, find_leaks
+from grading.authoring.release import check_references, stub_message
 from grading.common.errors import GradingError
 from grading.common.notebooks import SOLUTION_BEGIN, SOLUTION_END, course_notebooks
 from grading.student.check import unfinished_earlier, went_through

@@ -123,7 +123,8 @@ def test_with_trust_timestamps_the_time_comes_from_timestamp_txt_else_from_the_f
 
 
 def test_trust_timestamps_is_an_option_of_autograde():
-    from grading.cli import late_policy, parser
+    from grading.cli import parser
+    from grading.cli.grading_commands import late_policy
 
     args = ["autograde", "subs", "--out", "out", "--due", DUE]
     assert not late_policy(parser().parse_args(args)).trust_timestamps

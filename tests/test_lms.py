@@ -11,7 +11,8 @@ import pytest
 from conftest import run_cli
 from grading.common.csvsafe import PLAIN_IDENTIFIER
 from grading.common.errors import GradingError
-from grading.lms.lms import export_grades, read_roster
+from grading.intake.roster import read_roster
+from grading.lms.export_grades import export_grades
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
 

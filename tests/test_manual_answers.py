@@ -11,14 +11,15 @@ import pytest
 
 from conftest import REPO, run_cli
 from grading.authoring.convention import apply_convention, derive_cell, derive_notebook, manual_answers
-from grading.authoring.release import find_leaks, release, scan_for_solutions
-from grading.cli import written_answers
+from grading.authoring.leaks import find_leaks, scan_for_solutions
+from grading.authoring.release import release
+from grading.cli.kit_commands import written_answers
 from grading.common.errors import GradingError
 from grading.common.notebooks import read_notebook, write_notebook
 from grading.grade.gradebook import Row, write_table
 from grading.grade.spec import manual_note, manual_points
 from grading.grade.spec import test_cells as autograded_tests
-from grading.lms.lms import export_grades
+from grading.lms.export_grades import export_grades
 from grading.reports.marking import as_plain_text, marking_notebook
 
 QUESTION = "Why does `SumBackward` return a gradient of ones, shaped like the input?"

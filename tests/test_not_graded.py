@@ -6,9 +6,9 @@ import csv
 from grading.grade.autograde import failed_result
 from grading.grade.gradebook import Row, write_table
 from grading.grade.spec import Spec
-from grading.lms import lms
+from grading.intake.roster import Person
+from grading.lms import entries, gradescope_results
 from grading.lms.entries import Grades
-from grading.lms.lms_input import Person
 
 
 def spec():
@@ -51,9 +51,12 @@ def test_a_grader_fault_is_marked_not_graded_and_no_export_turns_it_into_a_0():
     assert entry["graded"] is False and entry["problem"]
     book = {"bob": {"01_tensor": {"score": 0.0, "max_score": 2.0, "note": entry["note"], "graded": False, "tests": {}}}}
     person = Person("bob", "Bob", "bob@example.org")
-    assert not lms.graded(book["bob"]["01_tensor"])
+    assert not entries.graded(book["bob"]["01_tensor"])
     for missing in ("keep", "zero", "blank"):  # no cell: the LMS keeps what it holds, and no 0 for the grader's fault
         assert Grades(book, missing=missing).cell(person, "01_tensor") is None, missing
     assert (
-        "not graded" in lms.gradescope_results(person, "01_tensor", book["bob"]["01_tensor"], None, "visible")["output"]
+        "not graded"
+        in gradescope_results.gradescope_results(person, "01_tensor", book["bob"]["01_tensor"], None, "visible")[
+            "output"
+        ]
     )

@@ -182,8 +182,8 @@ def _reader(data):
 
 def test_on_gradescope_a_hidden_test_says_why_in_its_own_box_and_the_submissions_output_does_not():
     "Gradescope shows each test in a box, and the submission's output before hidden tests are published."
-    from grading.lms.lms import gradescope_results
-    from grading.lms.lms_input import Person
+    from grading.intake.roster import Person
+    from grading.lms.gradescope_results import gradescope_results
 
     entry = result(neg_hidden=(0, 1, hidden_failure(qualname="NegBackward.apply")), neg=(0, 1, "ValueError: x"))
     made = gradescope_results(Person("ada"), "04_elementwise", entry, {"neg_hidden": True, "neg": False}, "hidden")

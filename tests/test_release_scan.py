@@ -7,7 +7,7 @@ import nbformat
 import pytest
 from release_helpers import course_copy, release_in
 
-from grading.authoring.release import answer_parts, find_leaks, is_answer, normalise, scan_for_solutions
+from grading.authoring.leaks import answer_parts, find_leaks, is_answer, normalise, scan_for_solutions
 from grading.common.errors import GradingError
 from grading.common.notebooks import course_notebooks
 

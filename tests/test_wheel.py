@@ -61,7 +61,7 @@ def test_the_wheel_has_every_grading_package_and_the_kit_files(wheel):
     assert (wheel / "grading" / "sandbox" / "worker.py").is_file()
     assert {p.name for p in (wheel / "grading" / "authoring" / "kit").iterdir()} == {"README.md", "pyproject.toml"}
     top = {p.name for p in (wheel / "grading").glob("*.py")}
-    assert top == {"__init__.py", "__main__.py", "cli.py"}, f"{top}: a stale build/ of the flat grading/? remove build/"
+    assert top == {"__init__.py", "__main__.py"}, f"{top}: a stale build/ of the flat grading/? remove build/"
 
 
 def test_the_readme_is_the_packages_long_description(wheel):

@@ -12,7 +12,7 @@ from setuptools.command.build_py import build_py
 MARKER_LINES = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
-def without_markers(source):
+def without_markers(source: str) -> str:
     """The source with every line that is only a solution marker removed. (grading.common.notebooks.strip_markers does the
     same for cell sources, but importing it needs nbformat, which a wheel's isolated build does not have.)"""
     kept = [line for line in source.splitlines(keepends=True) if line.strip() not in MARKER_LINES]
@@ -20,7 +20,7 @@ def without_markers(source):
 
 
 class BuildPy(build_py):
-    def run(self):
+    def run(self) -> None:
         super().run()
         for path in sorted(Path(self.build_lib, "tinytorch").rglob("*.py")):
             source = path.read_text()

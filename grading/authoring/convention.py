@@ -14,6 +14,7 @@
 """
 
 import re
+from pathlib import Path
 
 from ..common.errors import GradingError
 from ..common.notebooks import (
@@ -21,6 +22,7 @@ from ..common.notebooks import (
     HIDDEN_BEGIN,
     HOURS_SPENT,
     SOLUTION_BEGIN,
+    NotebookNode,
     is_manual_answer,
     read_notebook,
     write_notebook,
@@ -37,7 +39,7 @@ HOURS_HEADER = re.compile(r"^#\s*hours spent\b", re.IGNORECASE)
 SOLUTION_PREFIX = "solution-"
 
 
-def _meta(grade_id, grade=False, solution=False, points=None):
+def _meta(grade_id: str, grade: bool = False, solution: bool = False, points: float | None = None) -> dict:
     meta = {
         "grade": grade,
         "grade_id": grade_id,
@@ -51,12 +53,12 @@ def _meta(grade_id, grade=False, solution=False, points=None):
     return meta
 
 
-def _points(text):
+def _points(text: str) -> float:
     points = float(text)
     return int(points) if points.is_integer() else points
 
 
-def manual_answers(nb):
+def manual_answers(nb: NotebookNode) -> dict[str, float]:
     "{grade id: points} of the answers marked by hand, in notebook order."
     return {
         c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"].get("points", 0)
@@ -65,12 +67,12 @@ def manual_answers(nb):
     }
 
 
-def model_answer(source):
+def model_answer(source: str) -> str:
     "The model answer of an answer cell: its text after the header line."
     return "\n".join(source.lstrip().splitlines()[1:]).strip()
 
 
-def derive_answer_cell(source, first, where):
+def derive_answer_cell(source: str, first: str, where: str) -> dict:
     match = ANSWER_HEADER.match(first)
     if not match:
         raise GradingError(
@@ -84,7 +86,7 @@ def derive_answer_cell(source, first, where):
     return _meta(match["name"], grade=True, solution=True, points=_points(match["points"]))
 
 
-def derive_cell(cell, where):
+def derive_cell(cell: NotebookNode, where: str) -> dict:
     "The nbgrader metadata this cell's content asks for; `where` names the cell in error messages."
     source = cell.source
     first = source.lstrip().splitlines()[0] if source.strip() else ""
@@ -118,7 +120,7 @@ def derive_cell(cell, where):
     return _meta(f"cell-{cell.get('id') or where}")
 
 
-def derive_notebook(nb, name):
+def derive_notebook(nb: NotebookNode, name: str) -> list[dict]:
     "Metadata for every cell of a notebook; grade ids must be unique."
     metas, seen = [], {}
     for index, cell in enumerate(nb.cells):
@@ -133,7 +135,7 @@ def derive_notebook(nb, name):
     return metas
 
 
-def mismatches(path):
+def mismatches(path: Path) -> list[int]:
     "Cells whose stored nbgrader metadata differs from what the convention derives."
     nb = read_notebook(path)
     return [
@@ -143,7 +145,7 @@ def mismatches(path):
     ]
 
 
-def apply_convention(path):
+def apply_convention(path: Path) -> int:
     "Write the derived metadata into the notebook; return how many cells changed."
     nb = read_notebook(path)
     changed = 0

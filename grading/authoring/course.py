@@ -1,5 +1,7 @@
 """A thin layer over nbgrader's Python API: one course folder, the calls we need, and their failures as errors."""
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import io
@@ -12,22 +14,28 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from traitlets.config import Config
 
 from ..common.errors import GradingError
 
+if TYPE_CHECKING:  # nbgrader is imported when a course is first used: it is slow to import
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
 
-def config(root):
+
+def config(root: str | Path) -> Config:
     c = Config()
     c.CourseDirectory.root = str(root)
     c.CourseDirectory.db_url = f"sqlite:///{Path(root) / 'gradebook.db'}"
     return c
 
 
-def alembic_head():
+def alembic_head() -> str:
     """nbgrader's `get_alembic_version`, in this process. nbgrader starts the `alembic` command by name, which PATH
     finds only in an activated environment (a venv run as venv/bin/python, from cron or a Makefile, has none)."""
     from alembic.config import Config as AlembicConfig
@@ -39,14 +47,14 @@ def alembic_head():
     return ScriptDirectory.from_config(settings).get_current_head()
 
 
-def _use_alembic_in_process():
+def _use_alembic_in_process() -> None:
     import nbgrader.api
 
     nbgrader.api.get_alembic_version = alembic_head
 
 
 @contextlib.contextmanager
-def gradebook(db_url):
+def gradebook(db_url: str) -> Iterator[Gradebook]:
     "nbgrader's Gradebook at `db_url`, opened without starting the alembic command and without its ORM warnings."
     from nbgrader.api import Gradebook
 
@@ -63,7 +71,7 @@ NBGRADER_CALL = threading.Lock()
 class Course:
     "An nbgrader course folder: source/<assignment>/<assignment>.ipynb, the gradebook, release/."
 
-    def __init__(self, root, print_logs=True):
+    def __init__(self, root: str | Path, print_logs: bool = True) -> None:
         "`print_logs`: print nbgrader's log when a call fails (else it is only on the GradingError, as `.log`)."
         self.root, self.print_logs = Path(root), print_logs
         self.root.mkdir(parents=True, exist_ok=True)
@@ -71,7 +79,7 @@ class Course:
         self._api = None
 
     @property
-    def api(self):
+    def api(self) -> NbGraderAPI:
         if self._api is None:
             from nbgrader.apps import NbGraderAPI
 
@@ -80,7 +88,7 @@ class Course:
             self._api = NbGraderAPI(config=self._config)
         return self._api
 
-    def _call(self, what, method, *args, **kwargs):
+    def _call(self, what: str, method: str, *args: object, **kwargs: object) -> dict:
         # redirect_stderr swaps the process's sys.stderr: two threads doing it at once could leave it swapped for good
         with NBGRADER_CALL, contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings (its ORM use), nothing of ours
@@ -96,16 +104,16 @@ class Course:
             raise error
         return result
 
-    def add_source(self, assignment, notebook_path):
+    def add_source(self, assignment: str, notebook_path: str | Path) -> None:
         target = self.root / "source" / assignment / f"{assignment}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(notebook_path, target)
 
-    def generate(self, assignment):
+    def generate(self, assignment: str) -> Path:
         self._call(f"make the student version of {assignment}", "generate_assignment", assignment, force=True)
         return self.root / "release" / assignment / f"{assignment}.ipynb"
 
-    def add_assignments(self, notebooks):
+    def add_assignments(self, notebooks: dict[str, Path]) -> dict[str, Path]:
         "Add every {stem: path} notebook as an assignment and make its student version; return {stem: release path}."
         for stem, path in notebooks.items():
             self.add_source(stem, path)
@@ -120,7 +128,7 @@ KEPT_COURSES = 8  # the newest kept; older ones are removed when a new one is ma
 COURSE_FORMAT = "1"  # bump when a made course's layout changes
 
 
-def cache_root():
+def cache_root() -> Path | None:
     "Where made courses are kept: $TINYTORCH_GRADING_CACHE, else $XDG_CACHE_HOME or ~/.cache; None when turned off."
     value = os.environ.get(CACHE_VARIABLE)
     if value is not None:
@@ -128,7 +136,7 @@ def cache_root():
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tinytorch-grading"
 
 
-def course_key(notebooks):
+def course_key(notebooks: dict[str, Path]) -> str:
     "What a made course depends on: each notebook's name and bytes, and nbgrader's version."
     key = hashlib.sha256(f"{COURSE_FORMAT}\0{metadata.version('nbgrader')}".encode())  # without importing it
     for stem in sorted(notebooks):
@@ -136,7 +144,7 @@ def course_key(notebooks):
     return key.hexdigest()[:32]
 
 
-def private_folder(path):
+def private_folder(path: Path) -> Path | None:
     """`path` with its links resolved, made if missing, if it is a folder of this user's that nobody else may write to
     or move; else None. Another user who could write there, or could rename it or a folder above it (and put their
     own in its place while a course is made), could leave a course of their own making for the grader to use."""
@@ -153,14 +161,14 @@ def private_folder(path):
     return path if all(_cannot_be_moved_by_others(folder) for folder in above) else None
 
 
-def _cannot_be_moved_by_others(folder):
+def _cannot_be_moved_by_others(folder: os.stat_result) -> bool:
     "A folder's entries can be renamed only by its owner (this user or root), or, where it is sticky, by theirs."
     owner_is_trusted = folder.st_uid in (0, os.getuid())
     others_may_write = folder.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
     return owner_is_trusted and (not others_may_write or folder.st_mode & stat.S_ISVTX)  # /tmp: sticky
 
 
-def made_course(notebooks, root):
+def made_course(notebooks: dict[str, Path], root: Path) -> dict[str, Path]:
     """The nbgrader course at `root` with each notebook of {stem: path} as an assignment and its student version made
     by generate_assignment; return {stem: release path}. generate_assignment takes about a third of a second per
     notebook, and every new grading folder and every release needs all of them: so a course made once is kept (see
@@ -179,7 +187,7 @@ def made_course(notebooks, root):
     return {stem: root / "release" / stem / f"{stem}.ipynb" for stem in notebooks}
 
 
-def _kept_course(notebooks, cache):
+def _kept_course(notebooks: dict[str, Path], cache: Path) -> Path | None:
     "The kept course of these notebooks, made now if there is none; None if it cannot be kept."
     entry = cache / course_key(notebooks)
     if (entry / COMPLETE).exists():
@@ -204,7 +212,7 @@ def _kept_course(notebooks, cache):
     return entry if (entry / COMPLETE).exists() else None
 
 
-def _remove_old(cache):
+def _remove_old(cache: Path) -> None:
     "Keep the KEPT_COURSES most recently used courses; remove what a killed run left half made (an hour old)."
     used = {}
     for marker in cache.glob(f"*/{COMPLETE}"):

@@ -34,7 +34,7 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def digest_or_none(path: Path):
+def digest_or_none(path: Path) -> str | None:
     "The sha256 of a file, or None when it cannot be read (then it counts as changed: it is kept, not replaced)."
     try:
         return sha256(path)
@@ -89,7 +89,7 @@ def write_manifest(root: Path, files: dict) -> None:
     os.replace(tmp, Path(root) / MANIFEST)
 
 
-def read_manifest(root: Path):
+def read_manifest(root: Path) -> dict[str, str] | None:
     "{relative path: sha256} from ROOT/.release-manifest.json, or None when there is none."
     path = Path(root) / MANIFEST
     if not path.exists() and not path.is_symlink():
@@ -115,7 +115,7 @@ class KitState:
     extra: list = field(default_factory=list)  # relative paths; an empty folder ends with "/"
 
     @property
-    def work(self):
+    def work(self) -> list[str]:
         return self.changed + self.extra
 
 

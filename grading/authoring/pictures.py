@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 
 from ..common.errors import GradingError
-from ..common.notebooks import REPO, read_notebook, write_notebook
+from ..common.notebooks import REPO, NotebookNode, read_notebook, write_notebook
 from ..student.check import execute
 
 PICTURES = {
@@ -25,7 +25,7 @@ PICTURES = {
 }
 
 
-def images(outputs):
+def images(outputs: list[NotebookNode]) -> list[NotebookNode]:
     "The outputs that are pictures, without the execution counts."
     kept = []
     for output in outputs:
@@ -36,13 +36,13 @@ def images(outputs):
     return kept
 
 
-def run(path, timeout):
+def run(path: Path, timeout: float) -> dict[str, NotebookNode]:
     "Run the notebook; {cell id: cell with its outputs}."
     nb = execute(path, REPO, timeout, allow_errors=False, failure="{name}: could not run it to draw its pictures")
     return {cell.get("id"): cell for cell in nb.cells}
 
 
-def keep_pictures(notebooks_dir=None, timeout=600):
+def keep_pictures(notebooks_dir: str | Path | None = None, timeout: float = 600) -> dict[str, int]:
     "Store the pictures of PICTURES in the notebooks of `notebooks_dir`; return {stem: number of images}."
     notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
     counts = {}

@@ -1,8 +1,8 @@
 """The student kit: notebooks without solutions or hidden tests, and a tinytorch/ exported from them.
 
-The kit is built in a temporary folder, scanned for answer lines, and only then put where it goes. Where that is
-matters, because a kit is where a student works: releasing again must never delete their work. The release records
-what it wrote (grading.authoring.manifest), and into a folder that already holds something it
+The kit is built in a temporary folder, scanned for answer lines (grading.authoring.leaks), and only then put where
+it goes. Where that is matters, because a kit is where a student works: releasing again must never delete their work.
+The release records what it wrote (grading.authoring.manifest), and into a folder that already holds something it
 
 - replaces the folder when it holds only what the last release wrote (unchanged, or deleted: nothing to lose);
 - refuses, with an error naming the changed files and the files that are not the release's, when the student changed
@@ -13,23 +13,19 @@ what it wrote (grading.authoring.manifest), and into a folder that already holds
 - with --force: replaces the folder whatever it holds (the only way to lose work, and it says what went).
 """
 
-import keyword
 import os
-import re
 import shutil
 import tempfile
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ..common.errors import GradingError
 from ..common.notebooks import (
     DEFINITION,
-    HIDDEN_BEGIN,
-    HIDDEN_END,
     REPO,
     SOLUTION_BEGIN,
-    SOLUTION_END,
+    NotebookNode,
     course_notebooks,
-    is_manual_answer,
     nbgrader_meta,
     read_notebook,
     strip_markers,
@@ -44,8 +40,9 @@ from ..student.export import (
     exported_notebooks,
     module_file,
 )
-from .convention import mismatches, model_answer
+from .convention import mismatches
 from .course import made_course
+from .leaks import scan_for_solutions
 from .manifest import KitState, compare, hashes, listing, read_manifest, write_manifest
 
 KIT_MARKER = ".tinytorch-kit"
@@ -57,7 +54,11 @@ KIT_FILES = REPO / "grading" / "authoring" / "kit"  # the kit's own pyproject.to
 STUDENT_KIT = [
     "__init__.py",
     "__main__.py",
-    "cli.py",
+    "cli/__init__.py",
+    "cli/authoring_commands.py",
+    "cli/grading_commands.py",
+    "cli/kit_commands.py",
+    "cli/lms_commands.py",
     "common/__init__.py",
     "common/defaults.py",
     "common/environment.py",
@@ -71,7 +72,7 @@ STUDENT_KIT = [
 STUB = "raise NotImplementedError()"
 
 
-def stub_message(assignment, exercise):
+def stub_message(assignment: str, exercise: str) -> str:
     "The stub's line: a test of a later notebook that goes through the exercise shows it too, so it says both."
     return (
         f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
@@ -81,7 +82,7 @@ def stub_message(assignment, exercise):
     )
 
 
-def explain_stubs(source, assignment):
+def explain_stubs(source: str, assignment: str) -> str:
     "Make each stub nbgrader left name its exercise: the top-level class or function it stands in."
     lines, current = [], None
     for line in source.splitlines():
@@ -91,7 +92,7 @@ def explain_stubs(source, assignment):
     return "\n".join(lines)
 
 
-def check_sources(notebooks):
+def check_sources(notebooks: dict[str, Path]) -> None:
     "Refuse to release notebooks whose nbgrader metadata is out of date with the convention."
     for path in notebooks.values():
         cells = mismatches(path)
@@ -101,7 +102,7 @@ def check_sources(notebooks):
             )
 
 
-def student_notebooks(notebooks, workdir):
+def student_notebooks(notebooks: dict[str, Path], workdir: str | Path) -> dict[str, NotebookNode]:
     "Generate the student version of every notebook with nbgrader; return {stem: notebook}."
     released = {}
     for stem, release_path in made_course(notebooks, workdir).items():
@@ -127,7 +128,7 @@ def student_notebooks(notebooks, workdir):
 KIT_ONLY_SETTINGS = {"update_pyproject": "False"}
 
 
-def kit_settings(settings_path, nbs_path="."):
+def kit_settings(settings_path: str | Path, nbs_path: str = ".") -> str:
     "The repository's settings.ini with the notebooks read from `nbs_path`, and nbdev told to leave pyproject.toml be."
     settings = {"nbs_path": nbs_path, **KIT_ONLY_SETTINGS}
     lines = []
@@ -138,7 +139,7 @@ def kit_settings(settings_path, nbs_path="."):
     return "\n".join(lines) + "\n"
 
 
-def check_output(out, update=False, force=False):
+def check_output(out: str | Path, update: bool = False, force: bool = False) -> KitState | None:
     """What is in `out` now (a KitState, or None when there is nothing to keep); a GradingError when releasing there
     would delete the student's work and neither --update nor --force says what to do."""
     out = Path(out)
@@ -168,7 +169,7 @@ def check_output(out, update=False, force=False):
     return state
 
 
-def put_in_place(staged, out):
+def put_in_place(staged: Path, out: str | Path) -> None:
     "Replace `out` (absent, empty or an earlier kit) by the finished kit in `staged`; the old one goes last."
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -180,7 +181,7 @@ def put_in_place(staged, out):
         shutil.rmtree(old)
 
 
-def blocked(root, relative):
+def blocked(root: Path, relative: str) -> bool:
     "Whether writing ROOT/RELATIVE would go through a link or need a folder where the student put something else."
     path = Path(root)
     for part in Path(relative).parts[:-1]:
@@ -190,7 +191,7 @@ def blocked(root, relative):
     return False
 
 
-def update_in_place(staged, out, state, log):
+def update_in_place(staged: Path, out: str | Path, state: KitState, log: Callable[[str], object]) -> None:
     """Write the kit in `staged` into the earlier kit `out`, file by file, keeping whatever the student changed or
     added (state: grading.authoring.manifest.KitState); the new manifest keeps the old hash of a kept file, so a later release
     still knows it as the student's."""
@@ -223,7 +224,7 @@ def update_in_place(staged, out, state, log):
         log(f"run python -m grading export in {out} to bring tinytorch/ up to date with the notebooks")
 
 
-def copy_in(source, target):
+def copy_in(source: Path, target: Path) -> None:
     "Copy `source` to `target` whole: written beside it, then put in its place (never half a file, nor through a link)."
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.release-tmp")
@@ -231,7 +232,9 @@ def copy_in(source, target):
     os.replace(tmp, target)
 
 
-def new_versions_beside(staged, out, state, kept, new):
+def new_versions_beside(
+    staged: Path, out: Path, state: KitState, kept: list[str], new: dict[str, str]
+) -> dict[str, str]:
     """{notebook: its copy}: each notebook the student changed whose release changed too (an instructor's finding: the
     kept notebook silently lacked a new test), written beside it as NAME.new.ipynb, where that is no file of the
     student's (a copy of an earlier update is replaced)."""
@@ -249,177 +252,15 @@ def new_versions_beside(staged, out, state, kept, new):
     return beside
 
 
-TOKEN = re.compile(r"\w+|[^\w\s]")
-NOT_A_NAME = set(keyword.kwlist) | {"self", "None", "True", "False"}
-MARKERS = (SOLUTION_BEGIN, SOLUTION_END, HIDDEN_BEGIN, HIDDEN_END)
-EXPORTED_FROM = re.compile(r"File to edit: (?:\.\./)*(?:[\w.-]+/)*(?P<stem>[\w.-]+)\.ipynb")
-
-
-def normalise(line):
-    "A line as its tokens, one space apart: `a*b` and `a  *  b` read the same."
-    return " ".join(TOKEN.findall(line))
-
-
-def is_answer(line):
-    "Whether a solution line is specific enough to give an exercise away (not `return result`, an import or `pass`)."
-    text = line.strip()
-    if not text or text.startswith("#") or text in MARKERS or re.match(r"(?:import|from)\s", text):
-        return False
-    tokens = TOKEN.findall(text)
-    names = [t for t in tokens if re.match(r"\w", t) and t not in NOT_A_NAME]
-    return len(tokens) >= 3 and len(names) >= 3 and len("".join(tokens)) >= 10
-
-
-def answer_parts(line):
-    "The line and, for `return X` or `name = X`, the expression X: a test message or a hint can quote just that."
-    text = line.strip()
-    parts = [text]
-    value = re.match(r"return\s+(.+)$", text) or re.match(r"[\w.\[\](), ]+?\s*[-+*/@]?=(?!=)\s*(.+)$", text)
-    if value and not re.match(r"(?:if|elif|while|assert|for|with|def|class|lambda)\b", text):
-        expression = value[1].strip()
-        one_tuple = re.fullmatch(r"\((.+),\s*\)", expression)
-        parts.append(one_tuple[1] if one_tuple else expression)
-    return [part for part in parts if is_answer(part)]
-
-
-def regions(source):
-    "Split a cell's lines into (kind, line): kind is 'solution', 'hidden' or 'visible'."
-    kind = "visible"
-    for line in source.splitlines():
-        marker = line.strip()
-        if marker in (SOLUTION_BEGIN, HIDDEN_BEGIN):
-            kind = "solution" if marker == SOLUTION_BEGIN else "hidden"
-        elif marker in (SOLUTION_END, HIDDEN_END):
-            kind = "visible"
-        else:
-            yield kind, line
-
-
-class Secret:
-    "A normalised answer (or hidden-test) line of one notebook, and what to say when it shows up."
-
-    def __init__(self, pattern, line, stem, exercise, kind):
-        self.pattern, self.line, self.stem, self.exercise, self.kind = pattern, line, stem, exercise, kind
-
-    def describe(self):
-        what = {
-            "solution": f"the answer to exercise {self.exercise}",
-            "hidden": f"hidden test {self.exercise}",
-            "answer": f"the model answer to question {self.exercise}",
-        }[self.kind]
-        return f"{what} of {self.stem} ({self.line.strip()!r})"
-
-
-ANSWER_WORDS = 6  # a sentence of a model answer this long is specific enough to give it away
-
-
-def answer_sentences(cell):
-    "The sentences of a written answer's model answer that are long enough to give it away."
-    for line in model_answer(cell.source).splitlines():
-        for sentence in re.split(r"(?<=[.!?;:])\s+", line.strip()):
-            if len(re.findall(r"\w+", sentence)) >= ANSWER_WORDS:
-                yield sentence
-
-
-def course_secrets(notebooks, handed_out=()):
-    """{normalised pattern: Secret}: every notebook's answer lines and expressions, except those the notebook itself
-    shows in its text or given code (not in a test: a test's message must not give the answer away), its hidden-test
-    lines, except those shown anywhere in the course, and the sentences of its model answers to the questions marked
-    by hand, except those the notebook shows. The answer and hidden-test lines of the notebooks whose reference module
-    is `handed_out` are no secret (their deadline has passed); their model answers still are."""
-    read = {stem: read_notebook(path) for stem, path in notebooks.items()}
-
-    def shown(nb, tests):
-        return " \n ".join(
-            normalise(line)
-            for cell in nb.cells
-            if not is_manual_answer(cell) and (tests or not nbgrader_meta(cell).get("grade"))
-            for kind, line in regions(cell.source)
-            if kind == "visible"
-        )
-
-    taught = {stem: f" {shown(nb, tests=False)} " for stem, nb in read.items()}
-    everywhere = " \n ".join(shown(nb, tests=True) for nb in read.values())
-    secrets = {}
-    for stem, nb in read.items():
-        for cell in nb.cells:
-            exercise = nbgrader_meta(cell).get("grade_id", "").removeprefix("solution-") or cell.get("id")
-            if is_manual_answer(cell):
-                for sentence in answer_sentences(cell):
-                    pattern = normalise(sentence)
-                    if f" {pattern} " not in taught[stem] and pattern not in secrets:
-                        secrets[pattern] = Secret(pattern, sentence, stem, exercise, "answer")
-                continue
-            for kind, line in regions(cell.source):
-                if kind == "visible" or stem in handed_out:  # (its hidden tests check what its reference shows)
-                    continue
-                public = taught[stem] if kind == "solution" else f" {everywhere} "
-                for part in answer_parts(line):
-                    pattern = normalise(part)
-                    if f" {pattern} " not in public and pattern not in secrets:
-                        secrets[pattern] = Secret(pattern, line, stem, exercise, kind)
-    return secrets
-
-
-def kit_lines(file):
-    "(where, line) for every line of text in a kit file: a notebook's cell sources and outputs, or the file's lines."
-    if file.suffix == ".ipynb":
-        for index, cell in enumerate(read_notebook(file).cells):
-            texts = [cell.source] + [
-                str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in cell.get("outputs", [])
-            ]
-            for text in texts:
-                for line in text.splitlines():
-                    yield f"cell {index + 1} ({cell.get('id')})", line
-        return
-    try:
-        text = file.read_text()
-    except UnicodeDecodeError:
-        return
-    for number, line in enumerate(text.splitlines(), 1):
-        yield f"line {number}", line
-
-
-def shown_in(file, kit):
-    "The notebook a kit file belongs to (its folder, or the notebook an exported module is made from), else the file."
-    relative = file.relative_to(kit)
-    if file.suffix == ".ipynb":
-        return file.stem
-    if file.suffix == ".py":
-        head = file.read_text(errors="replace")[:500]
-        match = EXPORTED_FROM.search(head)
-        if match:
-            return match["stem"]
-    return str(relative)
-
-
-def find_leaks(kit, notebooks, handed_out=()):
-    """Yield (file, where, line, secret) for each line of the kit that shows an answer or hidden-test line of any
-    notebook (but the answer and hidden-test lines of those whose reference module is `handed_out`)."""
-    kit = Path(kit)
-    secrets = course_secrets(notebooks, handed_out)
-    for file in sorted(p for p in kit.rglob("*") if p.is_file()):
-        for where, line in kit_lines(file):
-            text = f" {normalise(line)} "
-            secret = next((secret for pattern, secret in secrets.items() if f" {pattern} " in text), None)
-            if secret:
-                yield file, where, line, secret
-
-
-def scan_for_solutions(kit, notebooks, handed_out=()):
-    """Fail, in one line, if any file of the kit contains an answer line of any notebook (or a hidden-test line),
-    but those of the notebooks whose reference module is `handed_out`."""
-    for file, where, line, secret in find_leaks(kit, notebooks, handed_out):
-        text = line.strip()
-        text = text if len(text) <= 160 else text[:160] + "..."
-        raise GradingError(
-            f"{file.relative_to(kit)}, {where}: {shown_in(file, kit)} gives away {secret.describe()} "
-            f"in the line {text!r}; the kit was not released. Rewrite that line so it does not show "
-            "the answer (import the module instead, or use another example)."
-        )
-
-
-def release(out, notebooks_dir=None, *, update=False, force=False, references=(), log=None):
+def release(
+    out: str | Path,
+    notebooks_dir: str | Path | None = None,
+    *,
+    update: bool = False,
+    force: bool = False,
+    references: Collection[str] = (),
+    log: Callable[[str], object] | None = None,
+) -> list[str]:
     """Build the student kit and put it in `out`, never deleting a student's work there unless told --force.
 
     Args:
@@ -462,7 +303,7 @@ def release(out, notebooks_dir=None, *, update=False, force=False, references=()
     return list(released)
 
 
-def check_references(references, notebooks):
+def check_references(references: Collection[str], notebooks: dict[str, Path]) -> list[str]:
     "The notebooks of --reference, in course order; a GradingError names one the course does not have."
     unknown = [stem for stem in references if stem not in notebooks]
     if unknown:
@@ -479,7 +320,7 @@ REFERENCE_NOTE = (
 )
 
 
-def write_references(kit, sources, workdir):
+def write_references(kit: Path, sources: dict[str, Path], workdir: Path) -> None:
     "Export the instructor's notebooks `sources` ({stem: path}) and put their modules, without markers, in kit/references."
     if not sources:
         return
@@ -497,7 +338,7 @@ def write_references(kit, sources, workdir):
         target.write_text(f"{header}\n{REFERENCE_NOTE.format(stem=path.stem)}{strip_markers(rest)}\n")
 
 
-def build_kit(out, released):
+def build_kit(out: Path, released: dict[str, NotebookNode]) -> None:
     for stem, nb in released.items():
         write_notebook(nb, out / stem / f"{stem}.ipynb")
     (out / "settings.ini").write_text(kit_settings(REPO / "settings.ini"))

@@ -3,11 +3,14 @@ demo's alice, the tests' solved students), and the instructor's notebook with a 
 verdict runs, what the marker reads)."""
 
 import copy
+from collections.abc import Callable
 
-from .notebooks import nbgrader_meta, strip_markers
+from .notebooks import NotebookNode, nbgrader_meta, strip_markers
 
 
-def solved(release_nb, source_nb, edit=None):
+def solved(
+    release_nb: NotebookNode, source_nb: NotebookNode, edit: Callable[[str, str], str] | None = None
+) -> NotebookNode:
     "The release notebook with each exercise filled in from the instructor's solution (optionally edited)."
     answers = {
         nbgrader_meta(c).get("grade_id"): strip_markers(c.source)
@@ -22,7 +25,7 @@ def solved(release_nb, source_nb, edit=None):
     return nb
 
 
-def restored_notebook(instructor, submitted, released):
+def restored_notebook(instructor: NotebookNode, submitted: NotebookNode, released: NotebookNode) -> NotebookNode:
     """The instructor's notebook with the student's exercise cells put in: given code, setup and tests are the
     instructor's whatever the student did to them; an exercise cell the student deleted is the release's stub."""
     answers = {nbgrader_meta(c).get("grade_id"): c.source for c in released.cells if nbgrader_meta(c).get("solution")}

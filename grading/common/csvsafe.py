@@ -29,6 +29,8 @@ score into text that an LMS import refuses. The test is a strict pattern, not fl
 
 import csv
 import re
+from collections.abc import Iterable
+from typing import Any, TextIO
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\0", "'")  # and the quote itself: plain_cell reads back each
 PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -68,17 +70,17 @@ def plain_cell(text: str) -> str:
 class SafeWriter:
     "csv.writer's writerow and writerows, with every cell passed through safe_cell first."
 
-    def __init__(self, file, **options):
+    def __init__(self, file: TextIO, **options: Any) -> None:
         self.writer = csv.writer(file, **options)
 
-    def writerow(self, row):
+    def writerow(self, row: Iterable[object]) -> Any:
         return self.writer.writerow([safe_cell(value) for value in row])
 
-    def writerows(self, rows):
+    def writerows(self, rows: Iterable[Iterable[object]]) -> None:
         for row in rows:
             self.writerow(row)
 
 
-def writer(file, **options) -> SafeWriter:
+def writer(file: TextIO, **options: Any) -> SafeWriter:
     "A drop-in for csv.writer(file, **options) whose cells cannot start a spreadsheet formula (see safe_cell)."
     return SafeWriter(file, **options)

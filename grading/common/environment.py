@@ -4,12 +4,14 @@ import contextlib
 import importlib.metadata
 import json
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 COURSE, KIT = "tinytorch", "tinytorch-student"  # the distributions of the course and of its kit (kit/pyproject.toml)
 
 
 @contextlib.contextmanager
-def patched_environ(values):
+def patched_environ(values: dict[str, str]) -> Iterator[None]:
     "Processes started inside inherit `values`; the environment is restored after."
     before = dict(os.environ)
     os.environ.update(values)
@@ -26,14 +28,14 @@ def patched_environ(values):
 ONE_BLAS_THREAD = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
 
 
-def kernel_environment(pythonpath):
+def kernel_environment(pythonpath: str | Path) -> contextlib.AbstractContextManager[None]:
     """Kernels started inside import tinytorch from `pythonpath`, show no progress bars and use one BLAS thread
     unless the user chose otherwise."""
     threads = {name: value for name, value in ONE_BLAS_THREAD.items() if name not in os.environ}  # the user's kept
     return patched_environ({"PYTHONPATH": str(pythonpath), "TINYTORCH_QUIET": "1", **threads})
 
 
-def shared_with_the_kit():
+def shared_with_the_kit() -> str | None:
     """The one-line error when the course and the student kit are installed in this one environment (both provide
     `import tinytorch` and `import grading`, so one hides the other), else None."""
     try:

@@ -1,13 +1,14 @@
 import difflib
+from collections.abc import Iterable
 
 
-def nearest(name: str, choices) -> str | None:
+def nearest(name: str, choices: Iterable[str]) -> str | None:
     "The choice nearest to a mistyped `name`, or None when none is near."
     close = difflib.get_close_matches(name, sorted(choices), n=1)
     return close[0] if close else None
 
 
-def did_you_mean(name: str, choices) -> str:
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
     "' (did you mean X?)' for the choice nearest to a mistyped `name`, or ''."
     found = nearest(name, choices)
     return f" (did you mean {found!r}?)" if found else ""

@@ -8,16 +8,16 @@ UNFINISHED = "unfinished.json"  # in STATE while a run grades: the submissions i
 LATE_POLICY = "late-policy.json"  # in STATE: the due dates and penalty of the last run that was given any
 
 
-def state_folder(out):
+def state_folder(out: str | Path) -> Path:
     "OUT/.grading."
     return Path(out) / STATE
 
 
-def unfinished_marker(out):
+def unfinished_marker(out: str | Path) -> Path:
     "The marker a run leaves in OUT while submissions remain ungraded (export-grades refuses such a table)."
     return state_folder(out) / UNFINISHED
 
 
-def late_policy_file(out):
+def late_policy_file(out: str | Path) -> Path:
     "The late policy of the last run into OUT that was given one (a run without late options keeps it)."
     return state_folder(out) / LATE_POLICY

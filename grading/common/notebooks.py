@@ -6,9 +6,11 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import nbformat
+from nbformat import NotebookNode
 
 from .errors import GradingError, nearest
 
@@ -23,7 +25,7 @@ HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # a top-level class or function
 
 
-def read_notebook(path):
+def read_notebook(path: str | Path) -> NotebookNode:
     "Read a notebook, turning every way it can be broken into one GradingError that names the file."
     path = Path(path)
     if not path.exists():
@@ -33,7 +35,7 @@ def read_notebook(path):
     return parse_notebook(path.read_bytes(), path)
 
 
-def parse_notebook(text, path):
+def parse_notebook(text: bytes, path: str | Path) -> NotebookNode:
     "A notebook from its bytes (read from `path`), checked as far as the grader relies on it."
     if not text.strip():
         raise GradingError(f"{path}: the file is empty; save the notebook from Jupyter again.")
@@ -76,7 +78,7 @@ def did_you_mean_path(path: Path) -> str:
     return f" (did you mean {str(path.with_name(found))!r}?)" if found else ""
 
 
-def course_notebooks(notebooks_dir=None):
+def course_notebooks(notebooks_dir: str | Path | None = None) -> dict[str, Path]:
     "The course's notebooks, in order: {stem: path}."
     notebooks_dir = Path(notebooks_dir or REPO / "notebooks")
     if not notebooks_dir.is_dir():
@@ -87,7 +89,7 @@ def course_notebooks(notebooks_dir=None):
     return found
 
 
-def nbgrader_meta(cell):
+def nbgrader_meta(cell: object) -> dict:
     "A cell's nbgrader metadata; {} where a student's file has something else there (a string, a list, no grade_id)."
     metadata = cell.get("metadata") if isinstance(cell, dict) else None
     meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
@@ -99,23 +101,23 @@ def nbgrader_meta(cell):
 HOURS_SPENT = "hours_spent"  # the grade id of every notebook's optional last cell (grading.authoring.convention)
 
 
-def identifying_ids(nb):
+def identifying_ids(nb: NotebookNode) -> set[str]:
     "The grade ids that tell which assignment a notebook is: all but the hours cell, which every notebook has."
     return {nbgrader_meta(c).get("grade_id") for c in nb.cells} - {None, "", HOURS_SPENT}
 
 
-def is_manual_answer(cell):
+def is_manual_answer(cell: dict) -> bool:
     "Whether a cell is a written answer marked by hand (nbgrader's manually graded answer), not an autograded test."
     meta = nbgrader_meta(cell)
     return cell.get("cell_type") == "markdown" and bool(meta.get("grade")) and bool(meta.get("solution"))
 
 
-def strip_markers(source):
+def strip_markers(source: str) -> str:
     "A solution cell's code without the solution markers: what a student who solved it would have written."
     return "\n".join(line for line in source.splitlines() if line.strip() not in (SOLUTION_BEGIN, SOLUTION_END))
 
 
-def solution_lines(notebooks):
+def solution_lines(notebooks: Iterable[NotebookNode]) -> list[str]:
     "Code lines that appear only between solution or hidden-test markers, nowhere in the visible text of any notebook."
     secret, public = set(), []
     for cell in (cell for nb in notebooks for cell in nb.cells):
@@ -134,7 +136,7 @@ def solution_lines(notebooks):
     return sorted(line for line in secret if line not in public_text)
 
 
-def write_atomic(path, data, mtime=None):
+def write_atomic(path: str | Path, data: str | bytes, mtime: float | None = None) -> None:
     """Write text (as UTF-8) or bytes so that a reader, a restart after a kill or an LMS upload sees the old file or the
     new one, never half of one; with `mtime`, the new file has that modification time. The one way files that others
     read are written."""
@@ -150,7 +152,7 @@ def write_atomic(path, data, mtime=None):
 
 
 @contextlib.contextmanager
-def package_lock(root: Path, shared: bool = False):
+def package_lock(root: Path, shared: bool = False) -> Iterator[None]:
     """Hold the lock of the checkout (or kit) `root` while its tinytorch/ is written (exclusive) or read (shared). It is
     a flock on the folder itself: nothing is left in the checkout, and a killed process lets go of it."""
     if fcntl is None:
@@ -164,17 +166,17 @@ def package_lock(root: Path, shared: bool = False):
         os.close(fd)  # lets go of the lock
 
 
-def write_notebook(nb, path):
+def write_notebook(nb: NotebookNode, path: str | Path) -> None:
     text = nbformat.writes(nb)
     write_atomic(path, text if text.endswith("\n") else text + "\n")  # as nbformat.write ends it
 
 
-def file_fingerprint(path):
+def file_fingerprint(path: str | Path) -> str:
     "A short digest of a file's bytes (a submission, an instructor's notebook): what a result or a stamp records."
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def given_cell_name(source):
+def given_cell_name(source: str) -> str:
     "How a message names a given cell: by its first line, which the student sees in the notebook."
     first = next((line.strip() for line in source.splitlines() if line.strip()), "")
     return f"given cell '{first if len(first) <= 60 else first[:57] + '...'}'"

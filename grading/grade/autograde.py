@@ -310,7 +310,7 @@ def _autograde(
         reported = write_time_spent(list(done.values()), out / "time_spent.csv")
         log(f"time spent: {reported} of {len(done)} submissions report their hours ({out / 'time_spent.csv'})")
     if any(answers.values()) and found:
-        marking.update(out, state, run.notebooks, instructor, found, done, log)
+        marking.update(out, state, run.notebooks, instructor, found, done, log=log)
     return rows
 
 

@@ -261,8 +261,8 @@ def write_feedback(notebook: NotebookNode | None, spec: Spec, result: dict, rele
         spec.assignment,
         result,
         spec.feedback_policy,
-        manual_note(result.get("manual_points", 0)),
-        cache,
+        extra=manual_note(result.get("manual_points", 0)),
+        cache=cache,
     )
 
 

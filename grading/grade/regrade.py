@@ -94,7 +94,7 @@ def refeedback(out: Path, result: dict, policy: str) -> dict:
     student, assignment = result["student"], result["assignment"]
     notebook = kept_notebook(page_path(out, student, assignment))
     extra = manual_note(result.get("manual_points", 0))
-    publish_feedback(feedback_path(out, student, assignment), notebook, assignment, result, policy, extra)
+    publish_feedback(feedback_path(out, student, assignment), notebook, assignment, result, policy, extra=extra)
     result = dict(result, feedback=policy)
     write_atomic(result_path(out, student, assignment), json.dumps(result, indent=1))
     return result

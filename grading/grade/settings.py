@@ -1,6 +1,6 @@
 """What an autograde run is told, in one typed place: `autograde(submissions, out, settings=Settings(...))`.
 
-Its defaults are grading/common/defaults.py's, which the command line (grading/cli.py) reads too, so that the two
+Its defaults are grading/common/defaults.py's, which the command line (grading/cli/) reads too, so that the two
 never disagree (tests/test_settings.py) and the student kit, which has no grading/grade/, builds the same parser; the
 Gradescope container (grading/lms/gradescope.py) and the demo make a Settings of their own."""
 

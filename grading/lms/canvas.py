@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..common.csvsafe import identifier_cell, plain_cell
 from ..common.errors import GradingError
+from ..intake.roster import Person
 from .entries import Grades, fmt
 
 COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -23,7 +24,7 @@ IDS = ("lms_id", "sis_id", "login_id")  # the roster's columns for Canvas's ID, 
 TITLE_AND_ID = re.compile(r"(?P<title>.*\S)\s*\((?P<id>\d+)\)")  # as Canvas's Assignment.title_and_id reads it
 
 
-def assignment_ids(given: list, export) -> dict:
+def assignment_ids(given: list[str] | None, export: str | Path | None) -> dict[str, str]:
     "{assignment: Canvas assignment id} from --canvas-assignment NAME=ID and from Canvas's gradebook export."
     ids = {}
     if export is not None:
@@ -39,7 +40,7 @@ def assignment_ids(given: list, export) -> dict:
     return ids
 
 
-def ids_of_export(path: Path) -> dict:
+def ids_of_export(path: Path) -> dict[str, str]:
     "{title: id} of the assignment columns (`Title (id)`) of Canvas's own gradebook export."
     try:
         header = next(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"))), [])
@@ -55,11 +56,11 @@ def ids_of_export(path: Path) -> dict:
     return {m["title"]: m["id"] for cell in header[2:] if (m := TITLE_AND_ID.fullmatch(plain_cell(cell)))}
 
 
-def header_of(assignment: str, ids: dict) -> str:
+def header_of(assignment: str, ids: dict[str, str]) -> str:
     return f"{assignment} ({ids[assignment]})" if assignment in ids else assignment
 
 
-def unusable_id(person) -> str:
+def unusable_id(person: Person) -> str:
     "Why a roster line cannot be written for Canvas, or '': no id Canvas matches by, or one not safe to write."
     values = [getattr(person, column) for column in IDS]
     if not any(values):
@@ -73,7 +74,7 @@ def unusable_id(person) -> str:
     return ""
 
 
-def rows(grades: Grades, people: list, assignments: list, ids: dict) -> list:
+def rows(grades: Grades, people: list[Person], assignments: list[str], ids: dict[str, str]) -> list[list[str]]:
     "The rows of the import; a student with no grade cell (--missing keep) has no row, so Canvas keeps theirs."
     header = COLUMNS + [header_of(a, ids) for a in assignments]
     result = [header, ["Points Possible", "", "", "", ""] + [fmt(grades.maximum(a)) for a in assignments]]
@@ -86,5 +87,5 @@ def rows(grades: Grades, people: list, assignments: list, ids: dict) -> list:
     return result
 
 
-def unmatched_titles(assignments: list, ids: dict) -> list:
+def unmatched_titles(assignments: list[str], ids: dict[str, str]) -> list[str]:
     return [a for a in assignments if a not in ids]

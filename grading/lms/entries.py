@@ -9,7 +9,8 @@ instructor who asks for it (`blank`) gets one.
 
 from dataclasses import dataclass
 
-from .lms_input import Person, number
+from ..intake.roster import Person
+from .lms_input import number
 
 MISSING = ("keep", "zero", "excused", "blank")  # --missing: what a submission that was not graded gets
 MISSING_CELL = {"keep": None, "zero": "0", "excused": "EX", "blank": ""}  # None: no cell; EX: Canvas's excused
@@ -59,7 +60,7 @@ def points_possible(book: dict, assignment: str) -> float:
 
 def final_of(entry: dict) -> tuple[float, float]:
     """(points taken for lateness, final score) of a graded entry: as autograde wrote them, or as the marks made since
-    put them (grading.lms.lms.mark_entry); both by the one definition, grading.reports.late.penalised."""
+    put them (grading.lms.marked.mark_entry); both by the one definition, grading.reports.late.penalised."""
     penalty = entry["penalty"] if number(entry.get("penalty")) else 0.0
     final = entry["final_score"] if number(entry.get("final_score")) else entry["score"]
     return penalty, final

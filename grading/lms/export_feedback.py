@@ -5,7 +5,7 @@ reads the same uploaded on its own. The page autograde wrote is used where it is
 (which loaded MathJax from a sibling folder) is made again from the kept run (results/<student>/<nb>.json and the
 notebook as it ran), as autograde does when the feedback policy changes. Then, where a late penalty applies, the page
 says it and the final score, read from gradebook.json at export time (the penalty can change without grading again;
-the marks of written answers are added with grading.lms.lms.add_marks). A submission autograde could not read
+the marks of written answers are added with grading.lms.marked.add_marks). A submission autograde could not read
 (invalid JSON, a truncated file) gets a page that says so and what to do.
 
 The layouts, one per way an LMS takes a file for each student:
@@ -26,6 +26,7 @@ import json
 import re
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,11 +37,12 @@ from ..common.layout import state_folder
 from ..common.notebooks import course_notebooks, read_notebook, write_atomic
 from ..grade.gradebook import feedback_path, kept_notebook, page_path, result_path
 from ..grade.spec import manual_note
+from ..intake.roster import Person, read_roster
 from ..reports.feedback import page_html
 from ..reports.page import PageCache, render, shared_cells
 from .entries import final_of, fmt, graded, manual_points, not_marked
-from .lms import check_finished, choose_assignments
-from .lms_input import number, read_gradebook, read_roster
+from .export_grades import check_finished, choose_assignments
+from .lms_input import number, read_gradebook
 from .marked import add_marks
 
 LAYOUTS = ("canvas", "moodle", "gradescope", "zip-per-student")
@@ -198,7 +200,7 @@ def write_zip(path: Path, files: dict) -> Path:
     return path
 
 
-def moodle_folder(person, student: str, participant_id: str) -> str:
+def moodle_folder(person: Person | None, student: str, participant_id: str) -> str:
     "The folder name Moodle's download gives a student's files, which its feedback upload reads the id from."
     name = NOT_IN_NAME.sub(" ", (person.name if person else "") or student).strip() or "student"
     return f"{name}_{participant_id}_assignsubmission_file"
@@ -223,7 +225,9 @@ def lay_out_moodle(pages: dict, people: dict, out: Path, report: FeedbackExport)
     return [write_zip(out / f"{assignment}.zip", files) for assignment, files in sorted(zips.items())]
 
 
-def lay_out_files(pages: dict, folder_of, out: Path) -> list:
+def lay_out_files(
+    pages: dict[tuple[str, str], str], folder_of: Callable[[str, str], str | Path], out: Path
+) -> list[Path]:
     "OUT/<folder_of(student, assignment)>/<assignment>-feedback.html for every page."
     written = []
     for (student, assignment), page in sorted(pages.items()):
@@ -248,7 +252,7 @@ def lay_out(layout: str, pages: dict, people: dict, out: Path, report: FeedbackE
     return [write_zip(out / f"{student}.zip", files) for student, files in sorted(per_student.items())]
 
 
-def email_folder(person, student: str, report: FeedbackExport) -> str:
+def email_folder(person: Person | None, student: str, report: FeedbackExport) -> str:
     "A student's folder for Gradescope: the email address Gradescope knows them by, else the submission folder."
     email = person.email if person else ""
     if email and not NOT_ON_DISK.search(email) and not email.startswith("."):
@@ -262,7 +266,15 @@ def email_folder(person, student: str, report: FeedbackExport) -> str:
 # -- The command -----------------------------------------------------------------------------------------------------
 
 
-def export_feedback(grading_dir, layout: str, out, *, roster=None, notebooks_dir=None, only=None) -> FeedbackExport:
+def export_feedback(
+    grading_dir: str | Path,
+    layout: str,
+    out: str | Path,
+    *,
+    roster: str | Path | None = None,
+    notebooks_dir: str | Path | None = None,
+    only: list[str] | None = None,
+) -> FeedbackExport:
     """Write the feedback pages of GRADING_DIR into OUT, laid out for an LMS.
 
     Args:
@@ -294,8 +306,8 @@ def export_feedback(grading_dir, layout: str, out, *, roster=None, notebooks_dir
     check_finished(grading_dir)
     people = {p.student: p for p in read_roster(roster)} if roster is not None else {}
     report = FeedbackExport()
-    add_marks(book, grading_dir, report)
-    assignments = choose_assignments(book, course_notebooks(notebooks_dir), only, report, layout)
+    add_marks(book, grading_dir, report.warnings)
+    assignments = choose_assignments(book, course_notebooks(notebooks_dir), only, report.warnings, layout)
     pages = pages_of(Path(grading_dir), book, assignments, report)
     report.written = lay_out(layout, pages, people, out, report)
     return report

@@ -24,13 +24,17 @@ error) it writes no results.json, says why and exits 1, so Gradescope shows the 
 `gradescope --try` (gradescope_try.py) runs the zip the same way on the instructor's machine.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common.defaults import (
     GRADESCOPE_MAX_TIMEOUT,
@@ -43,7 +47,11 @@ from ..common.defaults import (
 from ..common.errors import GradingError, did_you_mean
 from ..common.notebooks import REPO, package_lock
 from .gradescope_metadata import assignment_titled, late_policy, read_metadata, submitter
-from .lms import GRADESCOPE_TEXT
+from .gradescope_results import GRADESCOPE_TEXT
+
+if TYPE_CHECKING:  # only the functions that need them import grade/ and intake/
+    from ..grade.heldout import HeldOut
+    from ..intake.roster import Person
 
 COURSE_FILES = ["grading", "notebooks", "tinytorch", "settings.ini", "pyproject.toml", "README.md"]
 CONFIG = "gradescope.json"
@@ -96,17 +104,17 @@ class Rejected(Exception):
 
 
 def build(
-    out,
-    assignments=None,
-    secret_file=None,
-    late_penalty="none",
-    visibility="after_published",
-    log=print,
+    out: str | Path,
+    assignments: list[str] | None = None,
+    secret_file: str | Path | None = None,
+    late_penalty: str = "none",
+    visibility: str = "after_published",
+    log: Callable[[str], object] = print,
     *,
-    held_out_digits=None,
-    notebook_timeout=GRADESCOPE_NOTEBOOK_TIMEOUT,
-    memory_mb=MEMORY_MB,
-):
+    held_out_digits: str | Path | None = None,
+    notebook_timeout: int = GRADESCOPE_NOTEBOOK_TIMEOUT,
+    memory_mb: int = MEMORY_MB,
+) -> Path:
     """Write the autograder zip to `out` for `assignments` (default: every graded notebook); return its path.
     `secret_file`: the course secret (default: a new one); `late_penalty`: as autograde's, with Gradescope's due
     date; `visibility`: Gradescope's visibility of the hidden tests; `held_out_digits`: the instructor's own digits
@@ -116,7 +124,7 @@ def build(
     from ..grade import heldout
     from ..grade.autograde import graded_assignments
     from ..reports.late import parse_penalty
-    from .lms import VISIBILITIES
+    from .gradescope_results import VISIBILITIES
 
     known = graded_assignments()
     chosen = list(assignments or known)
@@ -137,22 +145,7 @@ def build(
     if out.is_dir():
         raise GradingError(f"--out {out}: is a folder; name the zip to write, such as {out / 'autograder.zip'}.")
     secret = course_secret(secret_file, log)  # a missing --secret-file is refused before anything is written
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")  # an existing zip is replaced only by a whole one
-    try:
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
-            add_text(archive, "setup.sh", SETUP_SH, executable=True)
-            add_text(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
-            add_text(archive, CONFIG, json.dumps(config, indent=1) + "\n")
-            add_text(archive, SECRET, secret)
-            if held_out is not None:
-                add_bytes(archive, heldout.FILE_NAME, held_out.data)
-            with package_lock(REPO, shared=True):  # not while an export rewrites tinytorch/
-                for path in course_files():
-                    archive.write(REPO / path, f"course/{path}")
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
+    write_zip(out, config, secret, held_out)
     if held_out is not None:
         log(f"the zip holds your held-out digits ({held_out.source}): keep it private, as the file itself")
     log(timeout_advice(notebook_timeout))
@@ -164,7 +157,29 @@ def build(
     return out
 
 
-def check_timeout(notebook_timeout):
+def write_zip(out: Path, config: dict, secret: str, held_out: HeldOut | None) -> None:
+    "Write the zip: the scripts, the run's settings, the course secret, the held-out digits if any, and the course."
+    from ..grade.heldout import FILE_NAME
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")  # an existing zip is replaced only by a whole one
+    try:
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            add_text(archive, "setup.sh", SETUP_SH, executable=True)
+            add_text(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
+            add_text(archive, CONFIG, json.dumps(config, indent=1) + "\n")
+            add_text(archive, SECRET, secret)
+            if held_out is not None:
+                add_bytes(archive, FILE_NAME, held_out.data)
+            with package_lock(REPO, shared=True):  # not while an export rewrites tinytorch/
+                for path in course_files():
+                    archive.write(REPO / path, f"course/{path}")
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def check_timeout(notebook_timeout: int) -> None:
     "Refuse a notebook limit that no Gradescope setting can hold with the set-up and reference check."
     if not 0 < notebook_timeout <= GRADESCOPE_MAX_TIMEOUT - GRADESCOPE_SETUP:
         raise GradingError(
@@ -174,7 +189,7 @@ def check_timeout(notebook_timeout):
         )
 
 
-def timeout_advice(notebook_timeout):
+def timeout_advice(notebook_timeout: int) -> str:
     "The line that says whether Gradescope's default autograder timeout holds a run of this zip, or what to set."
     needed = notebook_timeout + GRADESCOPE_SETUP
     if needed <= GRADESCOPE_TIMEOUT:
@@ -190,18 +205,18 @@ def timeout_advice(notebook_timeout):
     )
 
 
-def add_text(archive, name, text, executable=False):
+def add_text(archive: zipfile.ZipFile, name: str, text: str, executable: bool = False) -> None:
     add_bytes(archive, name, text.encode(), 0o755 if executable else 0o644)
 
 
-def add_bytes(archive, name, data, mode=0o600):
+def add_bytes(archive: zipfile.ZipFile, name: str, data: bytes, mode: int = 0o600) -> None:
     info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
     info.external_attr = mode << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     archive.writestr(info, data)
 
 
-def course_secret(secret_file, log):
+def course_secret(secret_file: str | Path | None, log: Callable[[str], object]) -> str:
     "The course secret's text: --secret-file's (the variants then match the instructor's own runs), else a new one."
     from ..grade.variant import read_secret
 
@@ -211,7 +226,7 @@ def course_secret(secret_file, log):
     return os.urandom(32).hex() + "\n"
 
 
-def course_files():
+def course_files() -> list[str]:
     "The course's files, relative to REPO: in a git checkout, those git tracks or would (not what it ignores)."
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", *COURSE_FILES],
@@ -232,7 +247,7 @@ def course_files():
 # -- Grading one submission, inside Gradescope's container ------------------------------------------------------------
 
 
-def run(root):
+def run(root: str | Path) -> int:
     """run_autograder's work: grade ROOT/submission, write ROOT/results/results.json; 0. A submission that cannot be
     graded as it is (no notebook, another assignment's) scores 0 with the reason. Where the grader cannot grade it for
     a reason of its own (no sandbox, no student user, its own error), no score is written: Gradescope then shows the
@@ -252,7 +267,7 @@ def run(root):
     return 0
 
 
-def not_graded(root, why):
+def not_graded(root: Path, why: str) -> int:
     "The grader's own fault: no results.json (Gradescope marks the run failed, nobody's score is 0); say why; 1."
     (root / "results" / "results.json").unlink(missing_ok=True)
     message = f"Not graded: {why}. This is not a fault of the submission: fix the autograder, then regrade."
@@ -261,7 +276,7 @@ def not_graded(root, why):
     return 1
 
 
-def write_results(root, results):
+def write_results(root: Path, results: dict) -> None:
     folder = root / "results"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "results.json"
@@ -269,7 +284,7 @@ def write_results(root, results):
     path.write_text(json.dumps(results, indent=1) + "\n")
 
 
-def grade(root):
+def grade(root: Path) -> dict:
     "The results.json of ROOT/submission, graded by autograde in a folder readable by root only."
     from ..grade.autograde import autograde
     from ..grade.heldout import FILE_NAME
@@ -314,7 +329,7 @@ def grade(root):
     return results_of(work / "out", person, assignment, config)
 
 
-def lock_down(source):
+def lock_down(source: Path) -> Path:
     """Root's alone, whatever setup.sh did: ROOT/source (the course, whose notebooks and reference package are the
     answer key, the secret and the grading folder under it) is mode 0700, so no other user reaches anything in it;
     and Gradescope's submission_metadata.json, which holds the earlier submissions' results, hidden tests included
@@ -328,7 +343,7 @@ def lock_down(source):
     return work
 
 
-def find_notebook(folder, assignments):
+def find_notebook(folder: Path, assignments: list[str]) -> tuple[str, Path]:
     "(assignment, path) of the one notebook in the submission, named after an assignment; Rejected otherwise."
     names = ", ".join(f"{a}.ipynb" for a in assignments)
     found = sorted(
@@ -342,7 +357,7 @@ def find_notebook(folder, assignments):
             f"Not graded: your submission holds {len(found)} notebooks ({shown}); upload only one of: {names}."
         )
     notebook = found[0]
-    from .collect import normal  # a browser's second download, "04_elementwise (1).ipynb", is the same notebook
+    from ..intake.collect import normal  # a browser's second download, "04_elementwise (1).ipynb", is the same notebook
 
     named = {a.lower(): a for a in assignments}.get(normal(notebook.name))
     if named is None or notebook.is_symlink():
@@ -350,9 +365,9 @@ def find_notebook(folder, assignments):
     return named, notebook
 
 
-def results_of(out, person, assignment, config):
+def results_of(out: Path, person: Person, assignment: str, config: dict) -> dict:
     "Gradescope's results.json for the row: lms.gradescope_results (the late penalty included), and the variant."
-    from .lms import gradescope_results
+    from .gradescope_results import gradescope_results
     from .lms_input import hidden_tests
 
     book = json.loads((out / "gradebook.json").read_text())
@@ -364,7 +379,7 @@ def results_of(out, person, assignment, config):
     return results
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     argv = argv or sys.argv[1:]
     if len(argv) != 2 or argv[0] != "run":
         print("usage: python -m grading.lms.gradescope run ROOT (what run_autograder calls)", file=sys.stderr)

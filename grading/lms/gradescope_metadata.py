@@ -7,19 +7,28 @@ called "student" would be graded with another student's hidden inputs, and a tim
 the late penalty.
 """
 
+from __future__ import annotations
+
 import json
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common.errors import GradingError
 
+if TYPE_CHECKING:  # imported by the functions that need them, as run_autograder starts
+    from ..intake.roster import Person
+    from ..reports.late import Policy
 
-def assignment_titled(metadata, assignments):
+
+def assignment_titled(metadata: dict, assignments: list[str]) -> str | None:
     "The one assignment of the zip that the Gradescope assignment's title names (04_elementwise: …), else None."
     title = str((metadata.get("assignment") or {}).get("title") or "").lower()
     named = [a for a in assignments if a.lower() in title]
     return named[0] if len(named) == 1 else None
 
 
-def read_metadata(root):
+def read_metadata(root: Path) -> dict:
     """Gradescope's submission_metadata.json. Gradescope writes one for every submission: without it the grader knows
     neither the student (whose hidden inputs these are) nor the time (the late penalty), so it grades nothing."""
     path = root / "submission_metadata.json"
@@ -34,10 +43,10 @@ def read_metadata(root):
     return data
 
 
-def submitter(metadata):
+def submitter(metadata: dict) -> Person:
     "The student as collect names a Gradescope submitter (student id, else email): the variant then matches."
-    from .downloads import slug
-    from .lms_input import Person
+    from ..intake.downloads import slug
+    from ..intake.roster import Person
 
     users = metadata.get("users") or [{}]
     who = users[0] if isinstance(users[0], dict) else {}
@@ -48,7 +57,7 @@ def submitter(metadata):
     return Person(student=student, name=name, email=email, sis_id=sid, lms_id=str(who.get("id") or ""))
 
 
-def due_date(metadata):
+def due_date(metadata: dict) -> str:
     """The submission's due date: a submitter's own, which holds an extension Gradescope gave them (the latest of a
     group's), else the assignment's. GradingError for a date that is not one: a penalty is never silently dropped,
     nor an extension silently ignored."""
@@ -64,7 +73,7 @@ def due_date(metadata):
     return due
 
 
-def metadata_time(value, field):
+def metadata_time(value: object, field: str) -> datetime:
     "The aware datetime of a time in submission_metadata.json; GradingError naming the field where it is none."
     from ..reports.late import parse_time
 
@@ -73,7 +82,7 @@ def metadata_time(value, field):
     return parse_time(value, f"submission_metadata.json's {field}")
 
 
-def late_policy(config, metadata, assignment, copy):
+def late_policy(config: dict, metadata: dict, assignment: str, copy: Path) -> Policy:
     """The late policy (grading.reports.late) of gradescope.json's penalty, Gradescope's due date and the submission's
     time (metadata written by Gradescope, not by the student: given to autograde as a trusted timestamp.txt)."""
     from ..reports.late import Policy, make_policy

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -32,7 +33,13 @@ WHEN = {  # what each Gradescope visibility shows students, and when (Gradescope
 }
 
 
-def try_zip(zip_path, submission, *, metadata=None, log=print):
+def try_zip(
+    zip_path: str | Path,
+    submission: str | Path,
+    *,
+    metadata: str | Path | None = None,
+    log: Callable[[str], object] = print,
+) -> int:
     """Run the autograder of `zip_path` on `submission` (a notebook, or a folder of the files a student uploads) in a
     temporary folder laid out as /autograder; print results.json's summary. `metadata`: a submission_metadata.json
     (default: one written here for a student submitting now, a day before the due date). Returns run_autograder's
@@ -57,7 +64,9 @@ def try_zip(zip_path, submission, *, metadata=None, log=print):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def lay_out(root, zip_path, submission, metadata, log):
+def lay_out(
+    root: Path, zip_path: str | Path, submission: str | Path, metadata: str | Path | None, log: Callable[[str], object]
+) -> None:
     "ROOT as Gradescope's /autograder: source/ (the zip unpacked), submission/, results/, submission_metadata.json."
     submission = Path(submission)
     if not submission.exists():
@@ -76,7 +85,7 @@ def lay_out(root, zip_path, submission, metadata, log):
     (root / "submission_metadata.json").write_text(json.dumps(metadata_for(metadata, log), indent=1))
 
 
-def metadata_for(path, log):
+def metadata_for(path: str | Path | None, log: Callable[[str], object]) -> dict:
     "The submission_metadata.json to try with: the file given, else one for a student submitting now, on time."
     if path is not None:
         try:
@@ -97,14 +106,14 @@ def metadata_for(path, log):
     }
 
 
-def run_autograder(root):
+def run_autograder(root: Path) -> subprocess.CompletedProcess[str]:
     "The zip's run_autograder, run as Gradescope runs it (cwd ROOT), at ROOT, with this Python."
     env = {**os.environ, "GRADESCOPE_ROOT": str(root), "TINYTORCH_GRADER_PYTHON": sys.executable}
     script = root / "source" / "run_autograder"
     return subprocess.run([str(script)], cwd=root, env=env, capture_output=True, text=True)
 
 
-def summary(results):
+def summary(results: dict) -> list[str]:
     "The lines that say what results.json gives: the score, the tests, and what students see before publishing."
     tests = results.get("tests") or []
     most = sum(t.get("max_score", 0) for t in tests)
@@ -135,13 +144,13 @@ def summary(results):
     return lines
 
 
-def cpu_seconds():
+def cpu_seconds() -> float:
     "The CPU seconds of this process's finished children (run_autograder and every process it waited for)."
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
 
 
-def timing(seconds, cpu):
+def timing(seconds: float, cpu: float) -> str:
     "How long the run took here, and what that CPU time makes at Gradescope's default share of a CPU."
     there = cpu / GRADESCOPE_CPU
     line = (  # (processes the grader did not wait for are not counted: a lower bound)

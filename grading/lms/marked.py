@@ -5,29 +5,35 @@ of the autograded score, the marks and the late fraction autograde kept; grades.
 next autograde run, and the export says so.
 """
 
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..reports.late import penalised
 from .entries import NOT_MARKED, graded, not_marked
-from .lms_input import number
+from .lms_input import Gradebook, number
+
+if TYPE_CHECKING:  # marking needs nbgrader, which add_marks does without
+    from ..reports.marking import Marks
 
 
-def add_marks(book, grading_dir, report):
+def add_marks(book: Gradebook, grading_dir: str | Path, warnings: list[str]) -> None:
     "Put the marks of GRADING_DIR/marking, as they are now, into the gradebook's entries (grading.reports.marking.read_marks)."
     if not (Path(grading_dir) / "marking" / "gradebook.db").is_file():
         return
     try:
         from ..reports.marking import read_marks
     except ImportError as error:
-        report.warnings.append(f"the marks of the written answers are those of the last autograde run ({error})")
+        warnings.append(f"the marks of the written answers are those of the last autograde run ({error})")
         return
-    for (student, assignment), marks in read_marks(grading_dir, report.warnings.append).items():
+    for (student, assignment), marks in read_marks(grading_dir, warnings.append).items():
         entry = book.get(student, {}).get(assignment)
         if entry is not None and graded(entry) and "manual_points" in entry:
             mark_entry(entry, marks)
 
 
-def mark_entry(entry, marks):
+def mark_entry(entry: dict, marks: Marks) -> None:
     "One entry with its marks (a grading.reports.marking.Marks), and its final score again: the late fraction of the total."
     fraction = entry.get("penalty_fraction") if number(entry.get("penalty_fraction")) else 0.0
     penalty, final = penalised(entry["score"] + marks.score, fraction)
@@ -36,7 +42,7 @@ def mark_entry(entry, marks):
         entry["penalty"] = penalty
 
 
-def unmarked_warning(book, assignments, grading_dir):
+def unmarked_warning(book: Gradebook, assignments: list[str], grading_dir: str | Path) -> str:
     "The warning that counts the exported submissions whose written answers are not all marked, or ''."
     counts = {}
     for entries in book.values():
@@ -54,7 +60,9 @@ def unmarked_warning(book, assignments, grading_dir):
     )
 
 
-def changed_since_grading(book, written_before, assignments):
+def changed_since_grading(
+    book: Gradebook, written_before: dict[tuple[str, str], float | None], assignments: list[str]
+) -> str:
     "The warning that final scores differ from grades.csv, since marks were made after autograde wrote it, or ''."
     changed = sorted(
         f"{student}/{a}"

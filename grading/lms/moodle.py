@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 from ..common.csvsafe import identifier_cell
 from ..common.errors import GradingError
+from ..intake.roster import Person
 from .entries import Grades, fmt
 
 FEEDBACK_FOR = "Feedback for "  # Moodle's own name for a feedback column: "Feedback for <grade item>"
@@ -57,7 +58,7 @@ def usable(value: str) -> str | None:
     return identifier_cell(value)
 
 
-def choose_identifier(people: list) -> tuple:
+def choose_identifier(people: list[Person]) -> tuple[str, str]:
     "The IDENTIFIERS entry the most roster lines have a usable value of (ties: the first listed)."
     counts = [sum(usable(getattr(p, column)) is not None for p in people) for _, column, _ in IDENTIFIERS]
     best = max(range(len(IDENTIFIERS)), key=lambda i: (counts[i], -i))
@@ -70,7 +71,7 @@ def choose_identifier(people: list) -> tuple:
     return IDENTIFIERS[best]
 
 
-def missing_identifier(person, identifier: tuple) -> str:
+def missing_identifier(person: Person, identifier: tuple[str, str]) -> str:
     "Why a roster line is left out of the Moodle import, or '' when it is not."
     label, column, _ = identifier
     if usable(getattr(person, column)) is not None:
@@ -83,7 +84,9 @@ def missing_identifier(person, identifier: tuple) -> str:
     )
 
 
-def grade_import_rows(grades: Grades, people: list, assignments: list, identifier: tuple) -> list:
+def grade_import_rows(
+    grades: Grades, people: list[Person], assignments: list[str], identifier: tuple[str, str]
+) -> list[list[str]]:
     "The rows of Moodle's grade import: the identifier, the name, then each assignment's grade and feedback."
     label, column, _ = identifier
     rows = [[label, "Full name"] + [c for a in assignments for c in (a, f"{FEEDBACK_FOR}{a}")]]
@@ -95,7 +98,7 @@ def grade_import_rows(grades: Grades, people: list, assignments: list, identifie
     return rows
 
 
-def worksheet_rows(grades: Grades, people: list, assignment: str, graded_at: float) -> list:
+def worksheet_rows(grades: Grades, people: list[Person], assignment: str, graded_at: float) -> list[list[str]]:
     "The rows of one assignment's offline grading worksheet; a student with no grade cell has no row."
     when = datetime.fromtimestamp(graded_at, UTC).isoformat(timespec="seconds")  # read by PHP's strtotime
     rows = [list(WORKSHEET)]
@@ -114,7 +117,7 @@ def worksheet_rows(grades: Grades, people: list, assignment: str, graded_at: flo
     return rows
 
 
-def map_by_line(identifier: tuple) -> str:
+def map_by_line(identifier: tuple[str, str]) -> str:
     label, _, _ = identifier
     return (
         f"Moodle's import (Grades > Import > CSV file): map from '{label}' to '{label}'; Moodle looks it up across "

@@ -7,8 +7,8 @@ from pathlib import Path
 from nbformat.v4 import new_notebook
 
 from ..common.errors import GradingError
-from ..common.notebooks import write_atomic
-from .page import render
+from ..common.notebooks import NotebookNode, write_atomic
+from .page import PageCache, render
 
 # -- The feedback page a student reads ------------------------------------------------------------------------------
 
@@ -28,12 +28,12 @@ POLICIES = {
 }
 
 
-def banner(assignment, result, policy, extra=""):
+def banner(assignment: str, result: dict, policy: str, extra: str = "") -> str:
     "The verdict at the top of the page: every test (full), or visible tests and a count of the hidden ones (summary)."
     shown = [(t, r) for t, r in result["tests"].items() if policy == "full" or not r.get("hidden")]
     hidden = [r for r in result["tests"].values() if r.get("hidden")] if policy != "full" else []
 
-    def line(test_id, r):
+    def line(test_id: str, r: dict) -> str:
         passed = r["score"] == r["max_score"]
         message = r["message"] if policy == "full" and r["message"] and not passed else ""
         return (
@@ -59,7 +59,16 @@ def banner(assignment, result, policy, extra=""):
     )
 
 
-def publish(path, notebook, assignment, result, policy, extra="", cache=None):
+def publish(
+    path: str | Path,
+    notebook: NotebookNode | None,
+    assignment: str,
+    result: dict,
+    policy: str,
+    *,
+    extra: str = "",
+    cache: PageCache | None = None,
+) -> None:
     """Write the student's feedback page at `path` under `policy` ('full', 'summary' or 'none': no page, and an
     earlier run's page is removed). `notebook` is the notebook as the verdict ran it (grading.reports.page.ran_notebook), or
     None when there is none; `extra` is HTML put at the end of the banner; `cache` is grading.reports.page.render's. The page
@@ -72,7 +81,14 @@ def publish(path, notebook, assignment, result, policy, extra="", cache=None):
     write_atomic(path, page)
 
 
-def page_html(notebook, assignment: str, result: dict, policy: str, extra: str = "", cache=None) -> str | None:
+def page_html(
+    notebook: NotebookNode | None,
+    assignment: str,
+    result: dict,
+    policy: str,
+    extra: str = "",
+    cache: PageCache | None = None,
+) -> str | None:
     "The feedback page `publish` writes, as text; None under the policy 'none'."
     if policy not in POLICIES:
         raise GradingError(f"--feedback {policy!r}: expected one of {', '.join(POLICIES)}.")

@@ -10,10 +10,13 @@ ISO 8601 such as `2026-12-01T23:12:03+01:00` is read too), else the file time. A
 machine's local time.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import os
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,7 +37,7 @@ class Penalty:
     hours: int = 24
     cap: float = 1.0
 
-    def of(self, late_by):
+    def of(self, late_by: timedelta) -> float:
         "The fraction of the score lost when `late_by` (a timedelta, > 0) late."
         if late_by <= timedelta(0):
             return 0.0
@@ -44,15 +47,15 @@ class Penalty:
 
 @dataclass
 class Policy:
-    due: dict = field(default_factory=dict)  # {assignment or "*": datetime}
-    released: dict = field(default_factory=dict)  # {assignment or "*": datetime}
+    due: dict[str, datetime] = field(default_factory=dict)  # {assignment or "*": datetime}
+    released: dict[str, datetime] = field(default_factory=dict)  # {assignment or "*": datetime}
     penalty: Penalty = field(default_factory=Penalty)
     trust_timestamps: bool = False  # read the submission's timestamp.txt (nbgrader's collect), not only the file time
 
-    def due_of(self, assignment):
+    def due_of(self, assignment: str) -> datetime | None:
         return self.due.get(assignment, self.due.get("*"))
 
-    def released_of(self, assignment):
+    def released_of(self, assignment: str) -> datetime | None:
         return self.released.get(assignment, self.released.get("*"))
 
 
@@ -74,7 +77,7 @@ def penalised(total: float, fraction: float) -> tuple[float, float]:
     return round(penalty, 4), round(max(0.0, total - penalty), 4)
 
 
-def parse_time(text, where):
+def parse_time(text: str, where: str) -> datetime:
     "An aware datetime from an nbgrader timestamp or ISO 8601 text; a GradingError naming `where` otherwise."
     raw = text.strip()
     value = re.sub(r"\s+(UTC|GMT|Z)$", "+00:00", raw)
@@ -91,7 +94,7 @@ def parse_time(text, where):
     return moment if moment.tzinfo else moment.astimezone()  # no zone: the grading machine's local time
 
 
-def parse_penalty(text):
+def parse_penalty(text: str) -> Penalty:
     spec = text.strip().lower().replace(" ", "")
     if spec in ("", "none"):
         return Penalty()
@@ -104,7 +107,7 @@ def parse_penalty(text):
     return Penalty(text, fraction=float(match[1]) / 100, hours=hours, cap=float(match[3] or 100) / 100)
 
 
-def read_due_file(path):
+def read_due_file(path: str | Path) -> tuple[dict[str, str], dict[str, str]]:
     """({assignment: due}, {assignment: released}) from a JSON file: {"09_nn": "2026-12-01T23:59"} or
     {"09_nn": {"due": "2026-12-01T23:59", "released": "2026-11-20T09:00"}}; "*" stands for every assignment."""
     path = Path(path)
@@ -129,7 +132,13 @@ def read_due_file(path):
     return due, released
 
 
-def make_policy(due=(), due_file=None, penalty="none", released=None, trust_timestamps=False):
+def make_policy(
+    due: Sequence[str] = (),
+    due_file: str | Path | None = None,
+    penalty: str = "none",
+    released: str | None = None,
+    trust_timestamps: bool = False,
+) -> Policy:
     """The policy of one run. `due`: ["2026-12-01T23:59"] for every assignment, or ["09_nn=2026-12-01T23:59", ...];
     `due_file`: see read_due_file (the command line wins); `released`: when the assignments were released;
     `trust_timestamps`: take the time from the submission's timestamp.txt where there is one (see the docstring)."""
@@ -145,7 +154,7 @@ def make_policy(due=(), due_file=None, penalty="none", released=None, trust_time
     return result
 
 
-def policy_record(policy):
+def policy_record(policy: Policy) -> dict:
     "The policy as JSON data (OUT keeps the last run's: see remembered_policy)."
     return {
         "due": {name: when.isoformat() for name, when in policy.due.items()},
@@ -155,7 +164,7 @@ def policy_record(policy):
     }
 
 
-def policy_of_record(record):
+def policy_of_record(record: object) -> Policy:
     "The Policy of policy_record's data; GradingError where it is not such data."
     try:
         due = {name: parse_time(when, "the saved due date") for name, when in record["due"].items()}
@@ -165,7 +174,7 @@ def policy_of_record(record):
         raise GradingError(f"the saved late policy is malformed ({type(error).__name__})") from None
 
 
-def describe_policy(policy):
+def describe_policy(policy: Policy) -> str:
     "One line: the due dates and the penalty, as the options would give them."
     if not policy.due and not policy.released:
         return "no due dates"
@@ -174,7 +183,7 @@ def describe_policy(policy):
     return f"due {dates or 'never'}{released}, penalty {policy.penalty.text}"
 
 
-def check_names(policy, assignments):
+def check_names(policy: Policy, assignments: Collection[str]) -> None:
     """Raise GradingError if the policy names an assignment that is not among `assignments` (the course's): a typo
     would otherwise give that assignment no due date, and every late submission no penalty, without a word."""
     unknown = sorted(name for name in {*policy.due, *policy.released} - {"*"} if name not in assignments)
@@ -186,7 +195,7 @@ def check_names(policy, assignments):
         )
 
 
-def submission_time(notebook, trust_timestamps=False):
+def submission_time(notebook: str | Path, trust_timestamps: bool = False) -> tuple[datetime, str]:
     """(when the submission was handed in, where that came from): the notebook file's time as received, or, when the
     instructor trusts them, its folder's timestamp.txt first."""
     stamp = Path(notebook).parent / "timestamp.txt"
@@ -202,7 +211,7 @@ def submission_time(notebook, trust_timestamps=False):
     return datetime.fromtimestamp(mtime, UTC).astimezone(), "file time"
 
 
-def assess(policy, assignment, notebook, now=None):
+def assess(policy: Policy, assignment: str, notebook: str | Path, now: datetime | None = None) -> Late:
     "The late columns of one submission; a bad or odd timestamp is reported in the note, never raised."
     now = now or datetime.now(UTC)
     try:

@@ -17,17 +17,22 @@ A graded cell added or removed after submissions were recorded (a test split in 
 that assignment's submissions again, with the marks and comments of their answers kept (record_again).
 """
 
+from __future__ import annotations
+
 import json
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..authoring.course import Course, gradebook
 from ..common.answers import restored_notebook
 from ..common.errors import GradingError
 from ..common.notebooks import (
+    NotebookNode,
     file_fingerprint,
     is_manual_answer,
     nbgrader_meta,
@@ -36,6 +41,11 @@ from ..common.notebooks import (
     write_notebook,
 )
 
+if TYPE_CHECKING:  # nbgrader.api (SQLAlchemy) is imported by the functions that use it
+    from nbgrader.api import Grade, SubmittedNotebook
+    from nbgrader.api import Gradebook as NbgraderGradebook
+
+Log = Callable[[str], object]  # where a step says what it did (autograde's log)
 CONFIG = """# The nbgrader course of the written answers, made by `python -m grading autograde` (grading/reports/marking.py).
 # Run `jupyter lab` in this folder and open Nbgrader > Formgrader > Manual Grading.
 import os
@@ -45,13 +55,13 @@ c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 """
 
 
-def as_plain_text(answer):
+def as_plain_text(answer: str) -> str:
     "A student's written answer as a Markdown code fence: shown as typed, no HTML or script of theirs rendered."
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", answer)), default=0))
     return f"{fence}text\n{answer}\n{fence}"
 
 
-def marking_notebook(released, submitted):
+def marking_notebook(released: NotebookNode, submitted: NotebookNode) -> NotebookNode:
     "The student version with the student's exercise cells and answers in, not run, each answer as plain text."
     nb = restored_notebook(released, submitted, released)
     for cell in nb.cells:
@@ -62,7 +72,7 @@ def marking_notebook(released, submitted):
     return nb
 
 
-def seed(root, master, notebooks, stamps_path):
+def seed(root: Path, master: Path, notebooks: dict[str, Path], stamps_path: Path) -> None:
     """Start a new marking course from the master course (grading.grade.autograde.prepare), whose gradebook
     generate_assignment made from these same notebooks, less the assignments without written answers: a new grading
     folder does not make every assignment a second time."""
@@ -78,7 +88,7 @@ def seed(root, master, notebooks, stamps_path):
     write_atomic(stamps_path, json.dumps({stem: file_fingerprint(p) for stem, p in notebooks.items()}, indent=1))
 
 
-def prepare_assignments(root, notebooks, stamps_path, log):
+def prepare_assignments(root: Path, notebooks: dict[str, Path], stamps_path: Path, log: Log) -> list[str]:
     "Add (or update) the assignments whose instructor notebook changed; return those that could be added."
     stamps = json.loads(stamps_path.read_text()) if stamps_path.exists() else {}
     ready = []
@@ -100,7 +110,7 @@ CELLS_CHANGED = "Cannot add or remove cells"  # nbgrader, when a graded cell is 
 KEPT_MARKS = "kept-marks.json"  # in OUT/marking: the marks of an assignment being recorded again, until restored
 
 
-def add_assignment(root, stem, path, log):
+def add_assignment(root: Path, stem: str, path: Path, log: Log) -> None:
     "Add or update one assignment; where nbgrader refuses because its graded cells changed, record it again."
     try:
         Course(root, print_logs=False).add_assignments({stem: path})
@@ -111,13 +121,13 @@ def add_assignment(root, stem, path, log):
         record_again(root, stem, path, log)
 
 
-def read_kept(root):
+def read_kept(root: Path) -> dict[str, dict[str, dict]]:
     "{assignment: {student: {'marks': ..., 'comments': ...}}} kept by record_again and not restored yet."
     path = root / KEPT_MARKS
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def record_again(root, stem, path, log):
+def record_again(root: Path, stem: str, path: Path, log: Log) -> None:
     """The instructor added or removed a graded cell of `stem` after its submissions were recorded, which nbgrader
     refuses. Keep the marks and comments of its written answers in OUT/marking/kept-marks.json (written before anything
     is removed), remove its submissions from the gradebook, and add the assignment again: `update` records each
@@ -144,7 +154,9 @@ def record_again(root, stem, path, log):
     )
 
 
-def restore_marks(gb, kept, student, assignment, answers, log):
+def restore_marks(
+    gb: NbgraderGradebook, kept: dict[str, dict[str, dict]], student: str, assignment: str, answers: list[str], log: Log
+) -> bool:
     """Put back the marks `kept` (read_kept) for this submission, if any, and take them out of `kept`; True if there
     were some (the caller writes `kept` back once)."""
     from nbgrader.api import MissingEntry
@@ -168,7 +180,7 @@ def restore_marks(gb, kept, student, assignment, answers, log):
     return True
 
 
-def revert_test_edit(grade, student, assignment, log):
+def revert_test_edit(grade: Grade, student: str, assignment: str, log: Log) -> None:
     "A test's score given in formgrader is cleared, and said: the verdict's score stands."
     given = [value for value in (grade.manual_score, grade.extra_credit) if value is not None]
     if not given:
@@ -181,7 +193,7 @@ def revert_test_edit(grade, student, assignment, log):
     grade.needs_manual_grade = False
 
 
-def record(gb, student, assignment, result, answers, log):
+def record(gb: NbgraderGradebook, student: str, assignment: str, result: dict, answers: list[str], log: Log) -> None:
     "The submission in the gradebook: the verdict's score for each test, each written answer waiting for a mark."
     from nbgrader.api import MissingEntry
 
@@ -202,7 +214,16 @@ def record(gb, student, assignment, result, answers, log):
     gb.db.commit()
 
 
-def update(out, state, notebooks, instructor, found, results, log=None):
+def update(
+    out: str | Path,
+    state: str | Path,
+    notebooks: dict[str, Path],
+    instructor: dict[str, NotebookNode],
+    found: list[tuple[str, str, Path]],
+    results: dict[tuple[str, str], dict],
+    *,
+    log: Log | None = None,
+) -> Path | None:
     """Bring OUT/marking up to date with the graded submissions of every notebook that has written answers.
     `found`: [(student, assignment, submitted path)]; `results`: {(student, assignment): result}."""
     from nbgrader.api import MissingEntry
@@ -252,17 +273,17 @@ class Marks:
     unmarked: list = field(default_factory=list)  # the answers without a mark yet
 
     @property
-    def manual_score(self):
+    def manual_score(self) -> float | None:
         "The marks, once every answer has one; None before."
         return None if self.unmarked else self.score
 
 
-def none_yet(answers):
+def none_yet(answers: dict[str, float]) -> Marks:
     "The Marks of a submission that is not in the marking course: `answers` {name: points}, none marked."
     return Marks(points=sum(answers.values()), unmarked=sorted(answers))
 
 
-def notebook_marks(notebook, student, assignment, log):
+def notebook_marks(notebook: SubmittedNotebook, student: str, assignment: str, log: Log) -> Marks:
     "The Marks of one submitted notebook; a test's score given in formgrader is reverted (revert_test_edit)."
     marks = Marks()
     for grade in notebook.grades:
@@ -278,7 +299,7 @@ def notebook_marks(notebook, student, assignment, log):
     return marks
 
 
-def read_marks(out, log=None):
+def read_marks(out: str | Path, log: Log | None = None) -> dict[tuple[str, str], Marks]:
     "{(student, assignment): Marks} of OUT/marking/gradebook.db ({} when there is none)."
     db = Path(out) / "marking" / "gradebook.db"
     if not db.is_file():

@@ -10,6 +10,8 @@ inline PNG, JPEG or GIF). The page has no script and loads no file: its maths is
 (grading.reports.maths), which the browser draws itself, so a page uploaded on its own shows its formulas offline.
 """
 
+from __future__ import annotations
+
 import copy
 import functools
 import hashlib
@@ -19,20 +21,24 @@ import re
 import secrets
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 from nbconvert.preprocessors import Preprocessor
 
 from ..common.errors import GradingError
-from ..common.notebooks import HIDDEN_BEGIN, HIDDEN_END, nbgrader_meta, write_atomic
+from ..common.notebooks import HIDDEN_BEGIN, HIDDEN_END, NotebookNode, nbgrader_meta, write_atomic
 from .maths import with_mathml
+
+if TYPE_CHECKING:  # exporter() imports nbconvert's exporter when a page is first made
+    from nbconvert import HTMLExporter
 
 NOT_RUN = "(not run: the grader runs the notebook's own cells and your exercises, not cells you added)\n"
 
 # -- The notebook as the verdict ran it -------------------------------------------------------------------------------
 
 
-def ran_notebook(released, submitted, ran):
+def ran_notebook(released: NotebookNode, submitted: NotebookNode, ran: dict[str, list]) -> NotebookNode:
     """The notebook the page shows, as plain data (`plain_notebook`): `submitted` in its order, each of the release's
     cells as released but an exercise or written answer as the student wrote it (a released cell the student deleted
     is put back after the one before it, as autograding does), the outputs of `ran` ({cell id: outputs}, from
@@ -64,7 +70,7 @@ def ran_notebook(released, submitted, ran):
     return plain_notebook(nbformat.v4.new_notebook(cells=cells))
 
 
-def answered(released_cell, cell):
+def answered(released_cell: NotebookNode, cell: NotebookNode) -> NotebookNode:
     "The released cell; an exercise or a written answer with the student's source."
     made = copy.deepcopy(released_cell)
     if nbgrader_meta(released_cell).get("solution") and isinstance(cell.get("source"), (str, list)):
@@ -72,7 +78,7 @@ def answered(released_cell, cell):
     return made
 
 
-def own_cell(cell):
+def own_cell(cell: NotebookNode) -> NotebookNode:
     "A cell the student added: shown as written; a code cell is not run, and says so."
     made = copy.deepcopy(cell) if isinstance(cell, dict) else {"cell_type": "raw", "source": ""}
     made["metadata"] = {}
@@ -88,7 +94,7 @@ SHOWN_IMAGE_TYPES = tuple(m for m in SHOWN_MIME_TYPES if m.startswith("image/"))
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
 
 
-def text(value, what):
+def text(value: object, what: str) -> str:
     "A notebook's multiline string: a str, or a list of str joined."
     if isinstance(value, str):
         return value
@@ -97,7 +103,7 @@ def text(value, what):
     raise GradingError(f"the notebook run returned a {what} that is not text")
 
 
-def plain_output(output):
+def plain_output(output: object) -> NotebookNode | None:
     """One output, only its shown fields: a stream's text, a result's data of known types (None if it has none), an
     error's message."""
     if not isinstance(output, dict) or output.get("output_type") not in OUTPUT_TYPES:
@@ -121,7 +127,7 @@ def plain_output(output):
     return nbformat.v4.new_output("display_data", data=shown) if shown else None
 
 
-def plain_cell(cell):
+def plain_cell(cell: object) -> NotebookNode:
     "One cell: its type, source, the nbgrader flag of a test cell (`grade`) and, for code, its outputs and count."
     if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
         raise GradingError("the notebook run returned a cell of an unknown type")
@@ -149,7 +155,7 @@ def plain_cell(cell):
     return nbformat.v4.new_code_cell(source, metadata=metadata, outputs=shown, execution_count=count)
 
 
-def shown_attachments(attachments):
+def shown_attachments(attachments: object) -> dict[str, dict[str, str]]:
     """The images pasted into a markdown cell (JupyterLab keeps them in the cell, as base64): PNG, JPEG and GIF, each
     a string, as the page shows them (sanitise lets only these through as data URLs)."""
     if not isinstance(attachments, dict):
@@ -163,7 +169,7 @@ def shown_attachments(attachments):
     return kept
 
 
-def plain_notebook(data):
+def plain_notebook(data: object) -> NotebookNode:
     """A new notebook holding only what the page shows of `data` (the executed notebook, JSON from the sandbox):
     no notebook metadata, no widget state, no attachments, no output of another type. GradingError if it is not one."""
     cells = data.get("cells") if isinstance(data, dict) else None
@@ -195,7 +201,7 @@ PLACEHOLDER = "# (hidden tests: their result is shown below)"
 class HideHiddenTests(Preprocessor):
     "Replace hidden test code by a placeholder, and each traceback by its last line (which holds the message)."
 
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int) -> tuple[NotebookNode, dict]:
         if cell.cell_type == "code" and cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
             cell.source = HIDDEN_REGION.sub(PLACEHOLDER, cell.source)
             for output in cell.get("outputs", []):
@@ -204,7 +210,7 @@ class HideHiddenTests(Preprocessor):
         return cell, resources
 
 
-def exporter():
+def exporter() -> HTMLExporter:
     "nbconvert's HTML exporter with the page's template; one per thread, kept (its templates are compiled once)."
     made = getattr(_exporters, "html", None)
     if made is None:
@@ -224,7 +230,7 @@ def exporter():
 _exporters = threading.local()
 
 
-def render(nb, title, banner, cache=None):
+def render(nb: NotebookNode, title: str, banner: str, cache: PageCache | None = None) -> str:
     """The page: nbconvert's rendering of `nb` (from plain_notebook) with each cell sanitised, `banner` (the grader's
     own HTML: the verdict) above them. `cache` (a PageCache) has the HTML of cells rendered for an earlier page: most
     of a page is the release's own text, the same for every student, and rendering it is most of a page's cost."""
@@ -251,7 +257,7 @@ def render(nb, title, banner, cache=None):
     return head + banner + sanitise(before) + "".join(shown) + tail
 
 
-def rendered_parts(nb, resources, count):
+def rendered_parts(nb: NotebookNode, resources: dict, count: int) -> tuple[str, str, list[str], str]:
     "(head, the HTML before the cells, [each cell's HTML], tail) of nbconvert's page; ValueError if a marker is lost."
     page, _ = exporter().from_notebook_node(nb, resources=resources)
     head, rest = page.split(resources["cells_begin"])
@@ -262,7 +268,7 @@ def rendered_parts(nb, resources, count):
     return head, before, made, tail
 
 
-def rendered_alone(cell, resources):
+def rendered_alone(cell: NotebookNode, resources: dict) -> str:
     "One cell's HTML from a notebook of its own; its source as text where even that loses a marker."
     nb = nbformat.v4.new_notebook(cells=[cell])
     try:
@@ -277,34 +283,34 @@ class PageCache:
     everything that renders it, so a changed cell, a new nbconvert or a new page.py never finds an old one. Only the
     grader's jobs write here, and a student's own cells are not kept (`shared` says which cells are the release's)."""
 
-    def __init__(self, folder, shared):
+    def __init__(self, folder: str | Path, shared: set[tuple[str, str]]) -> None:
         self.folder, self.shared = Path(folder), shared
 
-    def key(self, cell):
+    def key(self, cell: NotebookNode) -> str | None:
         "The name of `cell`'s file, or None for a cell that is not kept."
         if cell.get("outputs") or (cell.get("cell_type"), cell.get("source")) not in self.shared:
             return None
         kept = {name: value for name, value in cell.items() if name != "id"}  # nbformat gives each cell a random id
         return hashlib.sha256((renderer_version() + json.dumps(kept, sort_keys=True)).encode()).hexdigest()
 
-    def get(self, key):
+    def get(self, key: str) -> str | None:
         try:
             return (self.folder / key).read_text()
         except OSError:
             return None
 
-    def put(self, key, html):
+    def put(self, key: str, html: str) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         write_atomic(self.folder / key, html)
 
 
-def shared_cells(released):
+def shared_cells(released: NotebookNode) -> set[tuple[str, str]]:
     "What a PageCache keeps: (type, source) of every cell of the release (`released`, a notebook)."
     return {(cell.get("cell_type"), cell.get("source")) for cell in released.cells}
 
 
 @functools.cache
-def renderer_version():
+def renderer_version() -> str:
     "What a cell's HTML depends on besides the cell: this module, feedback.py, maths.py, and the packages that render."
     from importlib.metadata import version
 
@@ -338,7 +344,7 @@ ALLOWED_ATTRIBUTES = {
 }
 
 
-def allowed_attribute(tag, name, value):
+def allowed_attribute(tag: str, name: str, value: str) -> bool:
     "The attribute filter: a short list per tag, links only to the web or the page, images only inline."
     if name in ALWAYS_ALLOWED_ATTRIBUTES:
         return True
@@ -351,7 +357,7 @@ def allowed_attribute(tag, name, value):
     return True
 
 
-def sanitise(fragment):
+def sanitise(fragment: str) -> str:
     """`fragment` (HTML made from the student's notebook) with only the tags and attributes of ALLOWED_TAGS and
     allowed_attribute; the elements of DROPPED_WITH_CONTENT lose their text too. nh3 (the Rust sanitiser ammonia)
     parses it as a browser does (html5ever) and writes back only what is allowed, about 30 times as fast as bleach (measured on the demo's 2,384 cells)."""

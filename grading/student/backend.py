@@ -18,7 +18,7 @@ from ..common.environment import KIT, installed_from
 PACKAGES = {"tinytorch", "grading"}
 
 
-def provided(dist):
+def provided(dist: importlib.metadata.Distribution) -> set[str]:
     "The top-level packages of an installed distribution."
     top_level = dist.read_text("top_level.txt")
     if top_level is not None:
@@ -26,7 +26,7 @@ def provided(dist):
     return {file.parts[0].removesuffix(".py") for file in dist.files or [] if file.parts}
 
 
-def rivals(paths=None):
+def rivals(paths: list[str] | None = None) -> list[tuple[str, str, str]]:
     """[(name, version, where)]: the distributions installed in `paths` (default: the target environment's
     site-packages), other than the kit, that provide tinytorch or grading."""
     paths = paths or sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
@@ -38,7 +38,7 @@ def rivals(paths=None):
     return found
 
 
-def refusal(found):
+def refusal(found: list[tuple[str, str, str]]) -> str:
     "The one-paragraph message of a refused install."
     listed = ", ".join(f"{name} {version} (from {where})" for name, version, where in found)
     return (
@@ -50,37 +50,41 @@ def refusal(found):
     )
 
 
-def refuse_a_shared_environment():
+def refuse_a_shared_environment() -> None:
     found = rivals()
     if found:
         raise SystemExit(refusal(found))
 
 
-def get_requires_for_build_editable(config_settings=None):
+def get_requires_for_build_editable(config_settings: dict | None = None) -> list[str]:
     refuse_a_shared_environment()
     return build_meta.get_requires_for_build_editable(config_settings)
 
 
-def get_requires_for_build_wheel(config_settings=None):
+def get_requires_for_build_wheel(config_settings: dict | None = None) -> list[str]:
     refuse_a_shared_environment()
     return build_meta.get_requires_for_build_wheel(config_settings)
 
 
-def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+def build_editable(
+    wheel_directory: str, config_settings: dict | None = None, metadata_directory: str | None = None
+) -> str:
     refuse_a_shared_environment()
     return build_meta.build_editable(wheel_directory, config_settings, metadata_directory)
 
 
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+def build_wheel(
+    wheel_directory: str, config_settings: dict | None = None, metadata_directory: str | None = None
+) -> str:
     refuse_a_shared_environment()
     return build_meta.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
-def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
+def prepare_metadata_for_build_editable(metadata_directory: str, config_settings: dict | None = None) -> str:
     refuse_a_shared_environment()  # the first hook pip calls without build isolation
     return build_meta.prepare_metadata_for_build_editable(metadata_directory, config_settings)
 
 
-def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: dict | None = None) -> str:
     refuse_a_shared_environment()
     return build_meta.prepare_metadata_for_build_wheel(metadata_directory, config_settings)

@@ -4,21 +4,24 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..common.defaults import CHECK_TIMEOUT
 from ..common.environment import kernel_environment
 from ..common.errors import GradingError
-from ..common.notebooks import REPO, given_cell_name, nbgrader_meta, read_notebook
+from ..common.notebooks import REPO, NotebookNode, given_cell_name, nbgrader_meta, read_notebook
 
 HIDDEN = "hidden"  # the status of a test cell whose tests were stripped from the release
 # ipykernel logs this on every start of a kernel that listens on localhost TCP, as nbclient starts it; the kernel and
 # this process are on one machine and the message would be the first line a student reads, so it is left out.
 TCP_WARNING = "Kernel is running over TCP without encryption"
+TestResult = tuple[str, float, bool | str, str]  # (test name, points, passed or HIDDEN, message)
+BrokenCell = tuple[str, str, bool]  # (exercise or given cell, its error, whether it is a given cell)
 
 
-def package_root(start):
+def package_root(start: str | Path) -> Path:
     "The kit (or repository) at or above the folder `start`: the one holding settings.ini and tinytorch/."
     for folder in [Path(start).resolve(), *Path(start).resolve().parents]:
         if (folder / "settings.ini").exists() and (folder / "tinytorch").is_dir():
@@ -26,7 +29,13 @@ def package_root(start):
     return REPO
 
 
-def execute(notebook, pythonpath, timeout, allow_errors=True, failure="{notebook}: could not run the notebook"):
+def execute(
+    notebook: str | Path,
+    pythonpath: str | Path,
+    timeout: float,
+    allow_errors: bool = True,
+    failure: str = "{notebook}: could not run the notebook",
+) -> NotebookNode:
     """Run every cell of the notebook file in a fresh kernel that imports tinytorch from `pythonpath`, in the
     notebook's folder; return the notebook with its outputs. `failure` starts the error's message."""
     from nbclient import NotebookClient
@@ -51,12 +60,12 @@ def execute(notebook, pythonpath, timeout, allow_errors=True, failure="{notebook
 
 
 @contextmanager
-def kernel_stderr():
+def kernel_stderr() -> Iterator[int]:
     """A pipe for the kernel's stderr that copies every line to ours but ipykernel's TCP_WARNING: the kernel is
     another process, so a warnings filter here cannot see its log; every other line, warnings included, still shows."""
     read_end, write_end = os.pipe()
 
-    def copy():
+    def copy() -> None:
         with open(read_end, "rb") as lines:
             for line in lines:
                 if TCP_WARNING.encode() not in line:
@@ -72,7 +81,7 @@ def kernel_stderr():
         thread.join(timeout=5)  # a process the notebook started may hold the pipe open; it is a daemon thread
 
 
-def run_tests(notebook, timeout=CHECK_TIMEOUT):
+def run_tests(notebook: str | Path, timeout: float = CHECK_TIMEOUT) -> tuple[list[TestResult], list[BrokenCell]]:
     """Execute the notebook; return ([(test name, points, passed, message)] for its test cells, [(name, error, given)]
     for the exercise cells that raised (a syntax error there shows in the tests only as a NameError) and for the given
     cells that raised (`given`, named by given_cell_name: they use the student's code above them, as 07's GELU demo
@@ -112,7 +121,7 @@ WENT_THROUGH = re.compile(
 )
 
 
-def went_through(message, stem):
+def went_through(message: str, stem: str) -> str:
     """A test's error message, or, for the stub of an earlier notebook's exercise, that the test went through that
     exercise (a later notebook runs the student's own earlier modules): the student's work here is not the cause."""
     stub = STUB_RAISED.match(message)
@@ -123,7 +132,7 @@ def went_through(message, stem):
     return f"this test went through {stub['exercise']} of {stub['notebook']}.ipynb, which is not done yet"
 
 
-def unfinished_earlier(results, stem):
+def unfinished_earlier(results: list[TestResult], stem: str) -> list[str]:
     "What to do, once per earlier exercise that failed tests went through (went_through), in the order met."
     advice = {}
     for _, _, _, message in results:
@@ -138,7 +147,7 @@ def unfinished_earlier(results, stem):
     return list(advice.values())
 
 
-def notes(cell):
+def notes(cell: NotebookNode) -> str:
     "The lines a test cell printed that start with 'Note:' (a passing test's word on what a hidden test will check)."
     printed = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
     return " ".join(line.strip() for line in printed.splitlines() if line.startswith("Note:"))

@@ -26,7 +26,7 @@ from ..common.notebooks import DEFINITION, REPO, package_lock, write_atomic
 REFERENCES = "references"  # where a kit keeps the reference modules its instructor handed out (release --reference)
 
 
-def export_package(root, mine=False):
+def export_package(root: str | Path, mine: bool = False) -> None:
     """Run nbdev_export for `root` (a folder with settings.ini) and fail with its message; see the module docstring.
     In a kit with reference modules (REFERENCES), those go into tinytorch/ and their notebooks are not exported, unless
     `mine`."""
@@ -53,7 +53,7 @@ def export_package(root, mine=False):
             swap_in(Path(copy) / "tinytorch", root / "tinytorch")
 
 
-def copy_sources(root, copy, notebooks):
+def copy_sources(root: Path, copy: Path, notebooks: dict[Path, list[str]]) -> None:
     "What nbdev_export reads of `root`, into `copy`: settings.ini, the notebooks it exports, tinytorch/'s .py files."
     shutil.copyfile(root / "settings.ini", copy / "settings.ini")
     for path in notebooks:
@@ -65,11 +65,11 @@ def copy_sources(root, copy, notebooks):
         shutil.copyfile(path, target)
 
 
-def python_files(package):
+def python_files(package: str | Path) -> list[Path]:
     return sorted(p for p in Path(package).rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def swap_in(exported, package):
+def swap_in(exported: Path, package: Path) -> None:
     "Put each .py file nbdev wrote in `exported` that differs into `package`, whole: a reader sees the old or the new."
     for path in python_files(exported):
         target = package / path.relative_to(exported)
@@ -77,7 +77,7 @@ def swap_in(exported, package):
             write_atomic(target, path.read_bytes())
 
 
-def exported_notebooks(root):
+def exported_notebooks(root: str | Path) -> dict[Path, list[str]]:
     """{path: its cells} of the notebooks nbdev_export reads in `root`, as nbdev finds them (settings.ini's nbs_path,
     into subfolders if `recursive`, skipping names that start with _ or .); a notebook that cannot be read has no
     cells here (nbdev's own message and `check` report it)."""
@@ -97,22 +97,22 @@ def exported_notebooks(root):
     return found
 
 
-def cell_source(cell):
+def cell_source(cell: dict) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
 
 
-def default_module(sources):
+def default_module(sources: list[str]) -> str | None:
     "The module (`core.tensor`) a notebook's cells export to, or None."
     return next((match[1] for source in sources for match in [DEFAULT_EXP.search(source)] if match), None)
 
 
-def module_file(module):
+def module_file(module: str) -> Path:
     "The file of a module (`core.tensor`) inside tinytorch/."
     return Path(*module.split(".")).with_suffix(".py")
 
 
-def put_references(root, notebooks, package):
+def put_references(root: str | Path, notebooks: dict[Path, list[str]], package: str | Path) -> list[Path]:
     """Copy the kit's reference modules into `package` (the tinytorch/ being exported); return the notebooks they stand
     for, which are not exported."""
     folder = Path(root) / REFERENCES / "tinytorch"
@@ -127,7 +127,7 @@ def put_references(root, notebooks, package):
     return kept
 
 
-def refuse_two_sources(root, notebooks):
+def refuse_two_sources(root: Path, notebooks: dict[Path, list[str]]) -> None:
     """Two notebooks that export the same module (a copy saved beside the kit's own, an executed copy): nbdev would
     keep the one it reads last and drop the other without a word, so the student's edits could silently not count."""
     by_module = {}
@@ -145,7 +145,7 @@ def refuse_two_sources(root, notebooks):
             )
 
 
-def first_syntax_error(root, notebooks):
+def first_syntax_error(root: Path, notebooks: dict[Path, list[str]]) -> str | None:
     """Where the first exported cell that Python cannot parse is: notebook, cell, line and the line itself, and what
     to do; None if every exported cell parses (nbdev's own message names none of it)."""
     for path, sources in notebooks.items():
@@ -171,7 +171,7 @@ EXPORT = re.compile(r"^#\|\s*export\b", re.MULTILINE)
 DEFAULT_EXP = re.compile(r"^#\|\s*default_exp\s+(\S+)", re.MULTILINE)
 
 
-def export_here(root):
+def export_here(root: str | Path) -> None:
     """`export_package`, in this process and for the notebooks alone: for a grading job (one per process, forked with
     nbdev imported), where a new Python for nbdev, and nbdev_export's index of every module, would take longer than
     exporting the one notebook. nbdev reads the settings of the working folder, and keeps them: they are read afresh."""
@@ -197,7 +197,7 @@ def export_here(root):
 SKELETON = ("__init__.py", "nn.py", "optim.py", "functional.py")
 
 
-def copy_package_skeleton(target):
+def copy_package_skeleton(target: Path) -> None:
     "What tinytorch/ holds besides exported modules: the SKELETON files and the shipped data."
     (target / "tinytorch").mkdir(parents=True, exist_ok=True)
     with package_lock(REPO, shared=True):  # not while an export of this checkout rewrites its files

@@ -1,6 +1,6 @@
-"""Every student of a download in a folder of their own (`python -m grading collect`, grading.lms.collect).
+"""Every student of a download in a folder of their own (`python -m grading collect`, grading.intake.collect).
 
-An LMS's naming gives each student a folder name (grading.lms.downloads): Canvas's name and user id, Gradescope's
+An LMS's naming gives each student a folder name (grading.intake.downloads): Canvas's name and user id, Gradescope's
 student id or email, Moodle's name, a flat download's folder. Two students can end up with one name: two Moodle
 names that slug alike ("Anna B" of participant 5 and "Anna B 5"), a Gradescope student id and another student's email
 ("a-b-x" and "a.b@x"), names that differ in case only (one folder where the disk ignores case, as macOS's and
@@ -23,38 +23,19 @@ from collections import Counter, defaultdict
 
 from ..common.defaults import MAX_NAME_BYTES
 from ..common.errors import GradingError
-from ..grade.submissions import name_problem
+from ..common.names import name_problem
+from .downloads import RENAMED_NOTE, Found
+from .roster import Person, identity, plain, shares_an_id
 
-RENAMED_NOTE = "this student's folder is"
 HASH_LENGTHS = (8, 16, 32, 64)  # hex digits of a suffix, longer in each round that still finds a shared folder
 
 
-IDENTITY = ("lms_id", "sis_id", "email")  # the roster's columns that name one student in the LMS
-
-
-def identity(person):
-    """What tells two students apart beyond their folder's name: the LMS's ids and the email (IDENTITY), ignoring
-    case. Not the name, which each source writes its own way ("lovelaceada", "Ada Lovelace")."""
-    return tuple(getattr(person, column).lower() for column in IDENTITY)
-
-
-def shares_an_id(one, other):
-    "Whether an LMS id, SIS id or email is the same, and not empty, in both."
-    return any(a and a == b for a, b in zip(identity(one), identity(other), strict=True))
-
-
-def plain(name):
-    """A name as compared: NFC, spaces collapsed ('José' typed on a Mac and on Windows is one name). Not case folded:
-    an LMS writes one student's name the same way every time, and 'ADA LOVELACE' is somebody else's choice."""
-    return " ".join(unicodedata.normalize("NFC", name).split())
-
-
-def folder_key(folder):
+def folder_key(folder: str) -> str:
     "A folder name as a disk that ignores case and Unicode normalisation sees it."
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", folder).casefold())
 
 
-def conflict(one, other):
+def conflict(one: Person, other: Person) -> bool:
     """Whether two Persons are surely two students: an LMS id or email that both have differs, or, where one is known
     by name alone (Moodle's download has no id that lasts, nor an email), their names differ."""
     if not any(identity(one)) or not any(identity(other)):
@@ -62,7 +43,7 @@ def conflict(one, other):
     return any(a and b and a != b for a, b in zip(identity(one), identity(other), strict=True))
 
 
-def same_student(one, other):
+def same_student(one: Person, other: Person) -> bool:
     """Whether two Persons are one student: an LMS id or email that both have agrees, and none differs; or, where one
     is known by name alone (Moodle), the same name."""
     agree = shares_an_id(one, other)
@@ -71,19 +52,19 @@ def same_student(one, other):
     return agree and not conflict(one, other)
 
 
-def who(person):
+def who(person: Person) -> tuple[str, ...]:
     "One student of a download: their folder name as the LMS's naming gives it, ids, email and name."
     return (person.student, *identity(person), person.name)
 
 
-def suffixed(person, length):
+def suffixed(person: Person, length: int) -> str:
     "<student>-<`length` hex digits of who they are>, within the bytes a folder name may have."
     digest = hashlib.sha256("\0".join(who(person)).encode("utf-8", "surrogateescape")).hexdigest()[:length]
     base = person.student.encode("utf-8", "surrogateescape")[: MAX_NAME_BYTES - length - 1]
     return f"{base.decode('utf-8', 'ignore')}-{digest}"
 
 
-def distinct_students(found, listed):
+def distinct_students(found: list[Found], listed: list[Person]) -> list[Found]:
     "The Found of a download with every student in a folder of their own (see the module's docstring)."
     people = {}
     for item in found:
@@ -117,7 +98,9 @@ def distinct_students(found, listed):
     return result
 
 
-def roster_folders(people, listed):
+def roster_folders(
+    people: dict[tuple[str, ...], Person], listed: list[Person]
+) -> tuple[dict[tuple[str, ...], str], dict[tuple[str, ...], Person | None]]:
     """({who: folder}, {who: the roster line whose folder it is, or None}): the roster's folder for a student it
     knows by LMS id or email when one line does and no other student of the download claims that line."""
     usable = [line for line in listed if name_problem(line.student) is None]  # an instructor may edit the roster
@@ -131,7 +114,9 @@ def roster_folders(people, listed):
     return folder, owner
 
 
-def why_not(name, person, owner, shared, owned, roster):
+def why_not(
+    name: str, person: Person, owner: Person | None, shared: Counter, owned: Counter, roster: dict[str, list[Person]]
+) -> str | None:
     """Why `person` cannot have the folder `name` (None when they can): another student of the download has it too
     (and the roster gives it to neither, or to that other one), or the roster gives it to someone else."""
     if shared[folder_key(name)] > 1 and (owner is None or owned[folder_key(name)] > 1):

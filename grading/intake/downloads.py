@@ -1,6 +1,6 @@
 """What an LMS's bulk download of submissions holds: its files, read safely, and whose each file is.
 
-`python -m grading collect` (grading.lms.collect) reads a download in two steps, both here. First its files: a zip file
+`python -m grading collect` (grading.intake.collect) reads a download in two steps, both here. First its files: a zip file
 or the folder it was unpacked into, as a list of Member, without ever following a symbolic link (a link in a
 student's upload could point at any file of the grader's) and without building a path from a member's name (so a
 member named `../../x` (zip slip) is refused by name and written nowhere), refusing what is larger than a notebook may
@@ -38,13 +38,15 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
 
 from ..common.defaults import MAX_NAME_BYTES, MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
-from ..grade.submissions import name_problem, windows_device
-from .folders import RENAMED_NOTE, plain
-from .lms_input import Person
+from ..common.names import name_problem, windows_device
+from .roster import Person, plain
 
+RENAMED_NOTE = "this student's folder is"  # a note's words where a student's folder is not their name's
 LIMIT = MAX_NOTEBOOK_MB * 2**20  # bytes: the most collect reads of one file
 READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)  # a link is never read through
 JUNK = ("__MACOSX",)  # macOS's resource forks in a zip made on a Mac; names starting with '.' are skipped too
@@ -66,7 +68,7 @@ class Member:
 
     path: str
     time: float | None = None  # seconds since the epoch: the zip member's time, or the file's
-    opener: Callable | None = None  # returns a binary file; None when `problem` says why it is not read
+    opener: Callable[[], BinaryIO] | None = None  # returns a binary file; None when `problem` says why it is not read
     problem: str = ""
 
     def read(self) -> tuple[bytes | None, str]:
@@ -90,7 +92,7 @@ class Found:
     member: Member
     person: Person
     name: str  # the file's own name, as the student uploaded it
-    hints: list = field(default_factory=list)  # names that may say the assignment: the file's, then its folders'
+    hints: list[str] = field(default_factory=list)  # names that may say the assignment: the file's, then its folders'
     submitted: datetime | None = None  # the LMS's submission time, when it gives one
     order: int = 0  # the LMS's upload order where it has no time (Canvas's file id grows with each upload)
     note: str = ""
@@ -106,17 +108,17 @@ class Unplaced:
     note: str
 
 
-def too_large():
+def too_large() -> str:
     return f"larger than the {MAX_NOTEBOOK_MB} MB a notebook may be: refused"
 
 
-def printable(text):
+def printable(text: str) -> str:
     "A name from the download as a report line may show it (unprintable characters and undecodable bytes as '?')."
     text = text.encode("utf-8", "replace").decode("utf-8")
     return "".join(c if c.isprintable() else "?" for c in text)
 
 
-def slug(text, lower=True):
+def slug(text: str, lower: bool = True) -> str:
     "A safe student folder name from a name or an id: letters and digits (accents dropped), '-' between words."
     text = unicodedata.normalize("NFKD", text.encode("utf-8", "replace").decode("utf-8"))
     text = "".join(c for c in text if not unicodedata.combining(c))
@@ -127,7 +129,7 @@ def slug(text, lower=True):
     return result if result and name_problem(result) is None else ""
 
 
-def member_name(info):
+def member_name(info: zipfile.ZipInfo) -> str:
     """A member's name as its zip meant it. Without the UTF-8 flag, zipfile reads the name's bytes as CP437 (the zip
     format's old default), but Info-ZIP, Windows and LMS downloads write UTF-8 there: "José" then read "Jos├⌐", and a
     student's folder and roster name differed from those of the same download unpacked. Bytes that are UTF-8 are read
@@ -140,7 +142,7 @@ def member_name(info):
         return info.filename
 
 
-def zip_members(archive: zipfile.ZipFile) -> list:
+def zip_members(archive: zipfile.ZipFile) -> list[Member]:
     "The files of a zip as Members; a member that leads out of the download, a link, or too large has a problem."
     members = []
     for info in archive.infolist():
@@ -166,11 +168,11 @@ def zip_members(archive: zipfile.ZipFile) -> list:
     return members
 
 
-def folder_members(top) -> list:
+def folder_members(top: str | Path) -> list[Member]:
     "The files under the folder `top` as Members, walked without entering a linked folder or reading a linked file."
     members = []
 
-    def unreadable(error):  # os.walk would skip a folder it cannot list without a word
+    def unreadable(error: OSError) -> None:  # os.walk would skip a folder it cannot list without a word
         where = os.path.relpath(error.filename, top).replace(os.sep, "/")
         members.append(Member(where, problem=f"cannot be read ({error.strerror}): refused"))
 
@@ -201,7 +203,7 @@ def folder_members(top) -> list:
     return members
 
 
-def ignored(member):
+def ignored(member: Member) -> bool:
     """Files that are nobody's submission: hidden files, Jupyter's checkpoints, macOS's extras (a report row says so).
     A top folder is the LMS's student folder: a Moodle name starting with '.' is no hidden folder."""
     parts = member.path.split("/")
@@ -209,7 +211,7 @@ def ignored(member):
     return any(part in JUNK for part in parts) or any(part.startswith(".") for part in named)
 
 
-def other_readings(name, match):
+def other_readings(name: str, match: re.Match) -> list[tuple[str, str]]:
     """The other (user id, file id) that a Canvas file name can be read as, where CANVAS read `match`. A student
     who can set their sortable name to end in `_<a classmate's user id>` (or more) has files that CANVAS reads as
     the classmate's: `ada_1001_2002_600_x.ipynb` is user 1001's file `600_x.ipynb`, or user 2002's file `x.ipynb`
@@ -220,7 +222,7 @@ def other_readings(name, match):
     return [(m[1], m[2]) for m in CANVAS_IDS.finditer(name, after_user)]
 
 
-def canvas(members, download):
+def canvas(members: list[Member], download: Path) -> tuple[list[Found], list[Unplaced]]:
     "Found and Unplaced of a Canvas download (see the module's docstring)."
     found, unplaced = [], []
     for member in members:
@@ -254,7 +256,7 @@ def canvas(members, download):
     return found, unplaced
 
 
-def moodle(members, download):
+def moodle(members: list[Member], download: Path) -> tuple[list[Found], list[Unplaced]]:
     "Found and Unplaced of a Moodle download (see the module's docstring)."
     seen, unplaced = [], []
     for member in members:
@@ -289,7 +291,7 @@ def moodle(members, download):
     return found, unplaced
 
 
-def gradescope(members, download):
+def gradescope(members: list[Member], download: Path) -> tuple[list[Found], list[Unplaced]]:
     "Found and Unplaced of a Gradescope export (see the module's docstring)."
     metadata = [m for m in members if m.path.rsplit("/", 1)[-1] == GRADESCOPE_METADATA and not m.problem]
     if not metadata:
@@ -318,7 +320,7 @@ def gradescope(members, download):
     return found, unplaced
 
 
-def read_gradescope_metadata(meta, where):
+def read_gradescope_metadata(meta: Member, where: str) -> dict[str, tuple[list[Person], datetime | None]]:
     "{submission folder: ([Person], created_at or None)} from Gradescope's submission_metadata.yml."
     data, why = meta.read()
     if data is None:
@@ -331,7 +333,7 @@ def read_gradescope_metadata(meta, where):
     class Loader(yaml.SafeLoader):
         "SafeLoader that reads Ruby's object tags (!ruby/hash:..., which Rails may write) as plain data."
 
-    def plain(loader, suffix, node):
+    def plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> object:
         if isinstance(node, yaml.MappingNode):
             return loader.construct_mapping(node, deep=True)
         if isinstance(node, yaml.SequenceNode):
@@ -370,7 +372,7 @@ def read_gradescope_metadata(meta, where):
     return submissions
 
 
-def unsymbol(value):
+def unsymbol(value: object) -> object:
     "Gradescope's YAML with its Ruby symbol keys (':name') as plain ones ('name')."
     if isinstance(value, dict):
         return {(k[1:] if isinstance(k, str) and k.startswith(":") else k): unsymbol(v) for k, v in value.items()}
@@ -379,7 +381,7 @@ def unsymbol(value):
     return value
 
 
-def parse_time(value):
+def parse_time(value: object) -> datetime | None:
     "An aware datetime from YAML's timestamp (naive means UTC there) or from Ruby's text of one; None if neither."
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
@@ -397,7 +399,7 @@ def parse_time(value):
 OWN_FILES = ("roster.csv", "collect-report.csv")  # what collect writes beside the students' folders (collect.py)
 
 
-def flat(members, download):
+def flat(members: list[Member], download: Path) -> tuple[list[Found], list[Unplaced]]:
     "Found and Unplaced of a folder of <student>/<anything>.ipynb (see the module's docstring)."
     found, unplaced = [], []
     folders = {member.path.split("/")[0] for member in members}

@@ -3,10 +3,10 @@ of submissions as the folder autograde grades, SUBMISSIONS/<student>/<assignment
 
 An instructor's submissions arrive as the LMS packs them: Canvas renames every file after the student, Moodle puts
 each student's files in a folder named after them, Gradescope numbers its folders and says whose each is in a YAML
-file (grading.lms.downloads reads each of these, and a plain folder per student). Sorting a class of them by hand loses
+file (grading.intake.downloads reads each of these, and a plain folder per student). Sorting a class of them by hand loses
 submissions, and the time each was handed in. So this command does it, in the order `collect` lists:
 
-1. read the download's files, refusing links, paths out of the download and files too large (grading.lms.downloads);
+1. read the download's files, refusing links, paths out of the download and files too large (grading.intake.downloads);
 2. tell whose each file is, from the LMS's naming, and its submission time when the LMS gives one, and give every
    student a folder of their own: one that roster.csv knows by LMS id or email keeps their folder there, and two
    students whose folder names would be one (ignoring case, as macOS and Windows do) get a suffix each;
@@ -21,36 +21,45 @@ submissions, and the time each was handed in. So this command does it, in the or
 6. add the students to SUBMISSIONS/roster.csv (the roster `export-grades` reads: student, name, email, lms_id, sis_id,
    login_id, section, moodle_participant), lines already there untouched but for the Moodle participant id of an
    assignment collected (the id of its offline grading worksheet); autograde skips files at the top of SUBMISSIONS;
-7. write SUBMISSIONS/collect-report.csv: every file of the download, placed or not and why, hidden files and
-   checkpoints as 'skipped' (rows of earlier collects of other downloads are kept).
+7. write SUBMISSIONS/collect-report.csv (grading.intake.report): every file of the download, placed or not and why,
+   hidden files and checkpoints as 'skipped' (rows of earlier collects of other downloads are kept).
 
-Every file that is not placed is also one line on stderr (cli.cmd_collect), so nothing is dropped silently.
+Every file that is not placed is also one line on stderr (grading.cli.lms_commands.cmd_collect), so nothing is dropped
+silently.
 """
 
-import csv
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import re
 import zipfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..common import csvsafe
 from ..common.errors import GradingError
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook, write_atomic
-from .downloads import LIMIT, NO_TIMES, READERS, Found, folder_members, ignored, printable, zip_members
-from .folders import RENAMED_NOTE, distinct_students, shares_an_id
-from .lms_input import ROSTER_COLUMNS, ROSTER_OPTIONAL, participants, read_roster
+from .downloads import (
+    LIMIT,
+    NO_TIMES,
+    READERS,
+    RENAMED_NOTE,
+    Found,
+    Member,
+    folder_members,
+    ignored,
+    printable,
+    zip_members,
+)
+from .folders import distinct_students
+from .report import REPORT, Row, earlier_report, write_report
+from .roster import Person, merged_roster, participants, read_roster, unlisted_warning, write_roster
 
 FORMATS = tuple(READERS)
 ROSTER = "roster.csv"
-REPORT = "collect-report.csv"
-REPORT_COLUMNS = ["download", "file", "status", "student", "assignment", "time", "time_from", "note"]
 PLACED, UNCHANGED, SUPERSEDED, NOT_PLACED = "placed", "unchanged", "superseded", "not placed"
 SKIPPED = "skipped"  # hidden files, Jupyter's checkpoints, macOS's extras: in the report, not an error
 DOUBT = (
@@ -60,19 +69,6 @@ DOUBT = (
 RENAMED = re.compile(r"(?:\s*\(\d+\)|-\d+|[-_ ]copy\d*|-checkpoint)$")  # "x (1)", "x-1", "x-Copy1": the same name
 UNREADABLE = "not a readable notebook: {}; autograde cannot grade it: ask the student to hand it in again"
 LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope", "flat": "the folder"}
-
-
-@dataclass
-class Row:
-    "What became of one file of the download: a line of collect-report.csv."
-
-    file: str
-    status: str
-    note: str = ""
-    student: str = ""
-    assignment: str = ""
-    time: str = ""
-    time_from: str = ""
 
 
 @dataclass
@@ -87,7 +83,7 @@ class Placement:
     time: datetime | None = None
     time_from: str = ""
 
-    def row(self, status, note=None):
+    def row(self, status: str, note: str | None = None) -> Row:
         return Row(
             self.found.member.path,
             status,
@@ -103,21 +99,23 @@ class Placement:
 class Collected:
     "What a collect did: a Row per file, warnings for the instructor, and where the roster and the report are."
 
-    rows: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     roster: Path | None = None
     report: Path | None = None
 
     @property
-    def not_placed(self):
+    def not_placed(self) -> list[Row]:
         return [r for r in self.rows if r.status in (NOT_PLACED, SUPERSEDED)]
 
     @property
-    def placed(self):
+    def placed(self) -> list[Row]:
         return [r for r in self.rows if r.status in (PLACED, UNCHANGED)]
 
 
-def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None) -> Collected:
+def collect(
+    download: str | Path, lms: str, out: str | Path, *, force: bool = False, notebooks_dir: str | Path | None = None
+) -> Collected:
     """Turn an LMS's bulk download into OUT/<student>/<assignment>/<assignment>.ipynb, roster.csv and the report.
 
     Args:
@@ -161,7 +159,7 @@ def collect(download, lms: str, out, *, force: bool = False, notebooks_dir=None)
     return Collected(rows, warnings(lms, rows) + unlisted_warning(unlisted), roster, report)
 
 
-def refuse_another_layout(members, lms, download):
+def refuse_another_layout(members: list[Member], lms: str, download: Path) -> None:
     """Raise GradingError when no file of the download is named as `lms` names them but another LMS's naming places
     some: a Canvas zip collected with --lms moodle wrote an empty folder and a line per file."""
     fits = []
@@ -179,14 +177,14 @@ def refuse_another_layout(members, lms, download):
         )
 
 
-def source_of(download, members):
+def source_of(download: Path, members: list[Member]) -> str:
     """The download as the report's rows name it: its path and a digest of its files' names and times, so that the
     next assignment's download saved at the same path (Canvas names every one submissions.zip) is another source."""
     listing = "\n".join(f"{m.path}\0{m.time}" for m in members).encode("utf-8", "surrogateescape")
     return printable(f"{download.resolve()} ({hashlib.sha256(listing).hexdigest()[:12]})")  # as the report shows it
 
 
-def check_places(download, out):
+def check_places(download: Path, out: Path) -> None:
     "The download must exist, and a folder download and OUT must not hold each other (collect would read its output)."
     if not download.exists():
         raise GradingError(
@@ -200,7 +198,7 @@ def check_places(download, out):
         raise GradingError(f"--out {out}: is a file; give a folder for the submissions.")
 
 
-def known_assignments(notebooks_dir):
+def known_assignments(notebooks_dir: str | Path | None) -> dict[str, set[str]]:
     "{assignment: the grade ids of its cells}, from the instructor's notebooks."
     notebooks = course_notebooks(notebooks_dir)
     known = {}
@@ -210,8 +208,8 @@ def known_assignments(notebooks_dir):
 
 
 @contextmanager
-def members_of(download):
-    "The download's files (grading.lms.downloads.Member), readable while the context lasts."
+def members_of(download: Path) -> Iterator[list[Member]]:
+    "The download's files (grading.intake.downloads.Member), readable while the context lasts."
     if download.is_dir():
         yield folder_members(download)
         return
@@ -225,7 +223,7 @@ def members_of(download):
         yield zip_members(archive)
 
 
-def read_download(members, lms, download):
+def read_download(members: list[Member], lms: str, download: Path) -> tuple[list[Found], list[Row]]:
     "([Found], [Row]): whose each file is, and a row for each that is refused or that the LMS's naming does not place."
     rows = [Row(m.path, NOT_PLACED, m.problem) for m in members if m.problem]  # before `ignored`: '..' starts with '.'
     skipped = [m for m in members if not m.problem and ignored(m)]
@@ -240,7 +238,7 @@ def read_download(members, lms, download):
     return [item for item in found if not item.ambiguous], rows
 
 
-def identify(found, known):
+def identify(found: list[Found], known: dict[str, set[str]]) -> tuple[list[Placement], list[Row]]:
     "([Placement], [Row]): each notebook with its assignment and time; a row for every file that is not one."
     placements, rows, read = [], [], {}
     for item in found:
@@ -272,7 +270,7 @@ def identify(found, known):
     return placements, rows
 
 
-def summary(member):
+def summary(member: Member) -> tuple[str | None, set[str] | None, str]:
     """(SHA-256, grade ids, '') of a file of the download; (SHA-256, None, why) when it is no notebook's JSON (a
     truncated file); (None, None, why not) when it cannot be read. Its bytes are not kept."""
     data, why = member.read()
@@ -282,7 +280,7 @@ def summary(member):
     return hashlib.sha256(data).hexdigest(), ids, why
 
 
-def normal(name):
+def normal(name: str) -> str:
     "A file or folder name as an assignment's: no .ipynb, lower case, without a browser's or Canvas's ' (1)' or '-1'."
     stem = name[:-6] if name.lower().endswith(".ipynb") else name
     stem = stem.strip().lower()
@@ -291,7 +289,7 @@ def normal(name):
     return stem
 
 
-def assignment_of(item, ids, known):
+def assignment_of(item: Found, ids: set[str] | None, known: dict[str, set[str]]) -> tuple[str | None, str]:
     "(assignment or None, note): by the file's (or its folders') name, else by its cells' grade ids (None: no JSON)."
     lower = {name.lower(): name for name in known}
     stems = [stem for hint in item.hints for stem in (hint.lower().removesuffix(".ipynb"), normal(hint))]
@@ -309,7 +307,7 @@ def assignment_of(item, ids, known):
     return None, f"its name names no assignment and its cells are no course notebook's ({', '.join(known)})"
 
 
-def grade_ids(data):
+def grade_ids(data: bytes) -> tuple[set[str] | None, str]:
     "(the nbgrader grade ids of a notebook's cells, ''), or (None, why) when it is not a notebook's JSON."
     try:
         cells = json.loads(data).get("cells")
@@ -322,7 +320,7 @@ def grade_ids(data):
     return {nbgrader_meta(cell).get("grade_id") for cell in cells} - {None, ""}, ""
 
 
-def best_match(ids, known):
+def best_match(ids: set[str], known: dict[str, set[str]]) -> str | None:
     "The one assignment most of whose grade ids the notebook has; None when none or two share the most."
     counts = sorted(((len(ids & theirs), name) for name, theirs in known.items()), reverse=True)
     if not counts or counts[0][0] == 0 or (len(counts) > 1 and counts[1][0] == counts[0][0]):
@@ -330,7 +328,7 @@ def best_match(ids, known):
     return counts[0][1]
 
 
-def latest(placements):
+def latest(placements: list[Placement]) -> tuple[list[Placement], list[Row]]:
     "([Placement] to write, [Row] for the others): of one student's submissions of one assignment, the latest."
     groups = {}
     for p in placements:
@@ -352,11 +350,11 @@ def latest(placements):
     return kept, rows
 
 
-def target(p, out):
+def target(p: Placement, out: Path) -> Path:
     return out / p.found.person.student / p.assignment / f"{p.assignment}.ipynb"
 
 
-def plan(kept, out, force):
+def plan(kept: list[Placement], out: Path, force: bool) -> set[int]:
     "The ids of placements already in OUT as they are; raises when a link is in the way or, without force, a change."
     unchanged, changed = set(), []
     for p in kept:
@@ -386,12 +384,12 @@ def plan(kept, out, force):
     return unchanged
 
 
-def same_bytes(path, digest):
+def same_bytes(path: Path, digest: str) -> bool:
     with open(path, "rb") as file:
         return hashlib.sha256(file.read(LIMIT + 1)).hexdigest() == digest
 
 
-def write_notebook(p, out, unchanged):
+def write_notebook(p: Placement, out: Path, unchanged: set[int]) -> Row:
     "Write one placement (its file's time set to the submission's) and return its Row."
     if id(p) in unchanged:
         return p.row(UNCHANGED)
@@ -405,90 +403,7 @@ def write_notebook(p, out, unchanged):
     return p.row(PLACED)
 
 
-def merged_roster(listed, people):
-    """(roster, [(person, line)]): the roster's people `listed` with a line added for each student it lacks, its own
-    lines as they are; and each student not added because a line has their LMS id, SIS id or email under another
-    folder (a student id changed in the LMS, or set to a classmate's), which export-grades would refuse."""
-    roster, unlisted = list(listed), []
-    folders = {p.student for p in roster}
-    for person in people:
-        if person.student in folders:
-            continue
-        taken = next((line for line in roster if shares_an_id(line, person)), None)
-        if taken is None:
-            roster.append(person)
-            folders.add(person.student)
-        elif (person, taken) not in unlisted:
-            unlisted.append((person, taken))
-    return roster, unlisted
-
-
-def with_participants(people, kept):
-    """The roster with each Moodle student's participant id of each assignment collected (moodle_participant): the id
-    by which the assignment's offline grading worksheet finds them (export-grades --format moodle-worksheet)."""
-    ids = {}
-    for p in kept:
-        if p.found.participant:
-            ids.setdefault(p.found.person.student, {})[p.assignment] = p.found.participant
-    result = []
-    for person in people:
-        new = ids.get(person.student)
-        if new:
-            pairs = {**participants(person.moodle_participant), **new}
-            person = dataclasses.replace(
-                person, moodle_participant=" ".join(f"{a}={n}" for a, n in sorted(pairs.items()))
-            )
-        result.append(person)
-    return result
-
-
-def unlisted_warning(unlisted):
-    if not unlisted:
-        return []
-    pairs = "; ".join(f"{p.student} ({p.name or 'no name'}) and {line.student}" for p, line in unlisted[:5])
-    return [
-        f"{len(unlisted)} student(s) not added to roster.csv, as a line there has their LMS id, SIS id or email under "
-        f"another folder: {pairs}{' and more' if len(unlisted) > 5 else ''}. export-grades lists their grades apart "
-        "until roster.csv says who is who: correct the line (and move the folder), or the id in the LMS."
-    ]
-
-
-def write_roster(path, people):
-    columns = list(ROSTER_COLUMNS + ROSTER_OPTIONAL)
-    text = io.StringIO()
-    writer = csvsafe.writer(text)
-    writer.writerow(columns)
-    writer.writerows([getattr(p, column) for column in columns] for p in people)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.getvalue().encode("utf-8", "replace"))
-
-
-def earlier_report(path, source):
-    "The rows of OUT/collect-report.csv that other downloads wrote (a collect of this one again replaces its own)."
-    if not path.exists():
-        return []
-    try:
-        rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
-    except (OSError, UnicodeDecodeError) as error:
-        raise GradingError(f"{path}: cannot be read ({error}); move it away.") from None
-    if not rows or rows[0] != REPORT_COLUMNS:
-        raise GradingError(f"{path}: not a report of collect (header {','.join(REPORT_COLUMNS)}); move it away.")
-    return [row for row in rows[1:] if row and row[0] != source]
-
-
-def write_report(path, source, earlier, rows):
-    text = io.StringIO()
-    writer = csvsafe.writer(text)
-    writer.writerow(REPORT_COLUMNS)
-    writer.writerows(earlier)
-    for r in rows:
-        row = [source, r.file, r.status, r.student, r.assignment, r.time, r.time_from, r.note]
-        writer.writerow([printable(str(cell)) for cell in row])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text.getvalue().encode("utf-8"))
-
-
-def warnings(lms, rows):
+def warnings(lms: str, rows: list[Row]) -> list[str]:
     "What the instructor must know about this LMS's download before grading it."
     lines = []
     if lms in NO_TIMES and any(r.status == PLACED for r in rows):
@@ -521,3 +436,22 @@ def warnings(lms, rows):
             "email, sis_id (ID number) or login_id (username) column of roster.csv first."
         )
     return lines
+
+
+def with_participants(people: list[Person], kept: list[Placement]) -> list[Person]:
+    """The roster with each Moodle student's participant id of each assignment collected (moodle_participant): the id
+    by which the assignment's offline grading worksheet finds them (export-grades --format moodle-worksheet)."""
+    ids = {}
+    for p in kept:
+        if p.found.participant:
+            ids.setdefault(p.found.person.student, {})[p.assignment] = p.found.participant
+    result = []
+    for person in people:
+        new = ids.get(person.student)
+        if new:
+            pairs = {**participants(person.moodle_participant), **new}
+            person = dataclasses.replace(
+                person, moodle_participant=" ".join(f"{a}={n}" for a, n in sorted(pairs.items()))
+            )
+        result.append(person)
+    return result

@@ -1,0 +1,1 @@
+"""Submissions in: an LMS\x27s download as the folder autograde grades, and the roster."""
