@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from conftest import cli
 from grading.common.errors import GradingError
 from grading.grade import heldout, job
 from grading.reports import leaderboard
@@ -22,26 +23,28 @@ def result(out, student, score, measured=None, failed=""):
     path.write_text(json.dumps(record))
 
 
-def test_the_leaderboard_ranks_by_accuracy_then_size_and_lists_the_unmeasured_last(tmp_path, capsys):
+def test_the_leaderboard_ranks_by_accuracy_then_size_and_lists_the_unmeasured_last(tmp_path):
     result(tmp_path, "ann", 3.0, (0.912, 19210))
     result(tmp_path, "bob", 3.0, (0.912, 2730))  # as accurate with fewer numbers: ranked above ann
     result(tmp_path, "cat", 0.0, (0.401, 650), "held-out accuracy 0.401; at least 0.75 passes")
     result(tmp_path, "dan", 0.0, None, "the model holds 94360 numbers (frozen ones count too); at most 20000")
-    assert leaderboard.main([str(tmp_path)]) == 0
+    shown = cli("leaderboard", tmp_path)
+    assert shown.returncode == 0, shown.stderr
     table = (tmp_path / leaderboard.TABLE).read_text()
     lines = [line for line in table.splitlines() if line.startswith("| ") and "rank" not in line]
     assert [line.split(" | ")[1] for line in lines] == ["bob", "ann", "cat", "dan"], table
     assert lines[0] == "| 1 | bob | 0.912 | 2,730 | 3 / 3 |", lines[0]
     assert lines[3].startswith("| – | dan | not measured: capstone_held_out: the model holds 94360 numbers"), lines[3]
     assert (tmp_path / leaderboard.PICTURE).read_bytes().startswith(b"\x89PNG")
-    assert table in capsys.readouterr().out
+    assert table in shown.stdout
 
 
-def test_the_leaderboard_of_a_folder_without_capstone_results_is_a_one_line_error(tmp_path, capsys):
+def test_the_leaderboard_of_a_folder_without_capstone_results_is_a_one_line_error(tmp_path):
     with pytest.raises(GradingError, match="no 16_capstone results"):
         leaderboard.write(tmp_path)
-    assert leaderboard.main([str(tmp_path)]) == 2
-    assert capsys.readouterr().err.startswith("error: ") and not (tmp_path / leaderboard.TABLE).exists()
+    result = cli("leaderboard", tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and not (tmp_path / leaderboard.TABLE).exists()
 
 
 def test_what_the_hidden_test_records_reaches_the_result_of_its_submission_only():

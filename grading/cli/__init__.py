@@ -25,6 +25,7 @@ INSTRUCTOR_COMMANDS = (
     lms_commands.add_export_grades,
     lms_commands.add_export_feedback,
     lms_commands.add_gradescope,
+    grading_commands.add_leaderboard,
     grading_commands.add_demo,
 )
 

@@ -285,6 +285,23 @@ def add_class(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=cmd_class)
 
 
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from ..reports import leaderboard
+
+    out = Path(args.out)
+    leaderboard.write(out)
+    print((out / leaderboard.TABLE).read_text(), end="")
+    print(f"written: {out / leaderboard.TABLE} and {out / leaderboard.PICTURE}")
+    return 0
+
+
+def add_leaderboard(sub: argparse._SubParsersAction) -> None:
+    "The leaderboard command's arguments."
+    p = sub.add_parser("leaderboard", help="rank the capstone's models of a graded class: a table and a picture")
+    p.add_argument("out", help="the --out folder of an autograde run that graded the capstone")
+    p.set_defaults(run=cmd_leaderboard)
+
+
 def add_demo(sub: argparse._SubParsersAction) -> None:
     "The demo command's arguments."
     p = sub.add_parser("demo", help="the bundled example: export, release, two students, autograde, grade table")

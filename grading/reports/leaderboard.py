@@ -5,13 +5,11 @@ Each capstone result that autograde keeps (OUT/results/<student>/16_capstone.jso
 better accuracy first and the smaller model first among equals, into OUT/leaderboard.md and OUT/leaderboard.png; a
 submission whose model was never measured (it failed a rule first) is listed last, with its first failed test.
 
-    python -m grading.reports.leaderboard OUT     # OUT: autograde's --out folder; prints the table
+    python -m grading leaderboard OUT     # OUT: autograde's --out folder; prints the table
 """
 
-import argparse
 import io
 import json
-import sys
 from pathlib import Path
 
 from ..common.errors import GradingError
@@ -88,22 +86,3 @@ def write(out: str | Path) -> list:
     write_atomic(out / TABLE, table(rows))
     draw(rows, out / PICTURE, HELD_OUT_BARS, MAX_PARAMETERS)
     return rows
-
-
-def main(argv: list | None = None) -> int:
-    "The command: write the leaderboard of OUT and print its table; 2 with a one-line error when it cannot."
-    parser = argparse.ArgumentParser(prog="python -m grading.reports.leaderboard", description=__doc__.split("\n")[0])
-    parser.add_argument("out", help="the --out folder of an autograde run that graded the capstone")
-    out = Path(parser.parse_args(argv).out)
-    try:
-        write(out)
-    except GradingError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print((out / TABLE).read_text(), end="")
-    print(f"written: {out / TABLE} and {out / PICTURE}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
