@@ -15,7 +15,6 @@ LONG_MODULES = {
     "grading/authoring/release.py": 512,
     "grading/lms/collect.py": 523,
     "grading/lms/lms.py": 544,
-    "grading/sandbox/wire.py": 594,
     "grading/cli.py": 748,
     "grading/grade/autograde.py": 916,
     "grading/grade/verdict.py": 939,
@@ -32,7 +31,6 @@ LONG_FUNCTIONS = {
 }
 MANY_POSITIONAL = {
     "grading/grade/verdict.py:grade_pass": 11,
-    "grading/sandbox/sandbox.py:start": 10,
     "grading/grade/verdict.py:grade_cells": 9,
     "grading/lms/lms.py:write_gradescope_export": 8,
     "grading/grade/autograde.py:spec": 8,

@@ -70,13 +70,17 @@ INSTALL_HINT = (
 )
 
 
-WORKER_FILES = ["worker.py", "wire.py"]  # the student's side: run inside the sandbox, as files beside each other
+WORKER_FILES = ["worker.py", "wire"]  # the student's side: run inside the sandbox, beside each other
 
 
 def copy_worker_files(folder):
-    "Copy the worker and the one module it imports (wire.py; both in this folder) into `folder`, for the sandbox."
+    "Copy the worker and the one package it imports (wire; both in this folder) into `folder`, for the sandbox."
     for name in WORKER_FILES:
-        shutil.copyfile(Path(__file__).with_name(name), Path(folder) / name)
+        source, target = Path(__file__).with_name(name), Path(folder) / name
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+        else:
+            shutil.copyfile(source, target)
 
 
 @functools.cache
@@ -370,20 +374,21 @@ def remove_what_is_left_by(user, folders=SHARED_FOLDERS):
 
 
 def start(
-    argv,
-    binds,
-    env=None,
-    memory_mb=MEMORY_MB,
-    cpu_seconds=1800,
-    sandboxed=True,
-    pass_fds=(),
-    stdout=None,
-    cwd="/tmp",
-    stderr=None,
-):
+    argv: list,
+    binds: list,
+    *,
+    env: dict | None = None,
+    memory_mb: int = MEMORY_MB,
+    cpu_seconds: int = 1800,
+    sandboxed: bool = True,
+    pass_fds: tuple = (),
+    stdout: object = None,
+    cwd: str = "/tmp",
+    stderr: object = None,
+) -> subprocess.Popen:
     """Start `argv` in a fresh sandbox (or, unsandboxed, with the limits only, in an empty temporary folder, as the
     student user where one is set: use_student_user). The caller must end it with `stop()`, which kills everything
-    inside."""
+    inside. `binds` and the options are those of `command`; `stdout` and `stderr` go to subprocess.Popen."""
     user, copied = None, []
     if sandboxed:
         try:

@@ -215,7 +215,7 @@ def serve(channel, plan):
             accept_new_classes=True,
             make_callable=lambda number: None,
         )
-        session.make_callable = functools.partial(callback, channel, session, call=call)
+        session.decoder.make_callable = functools.partial(callback, channel, session, call=call)  # (needs session)
         try:
             for name, value in header.get("globals", {}).items():
                 if name in wire.flags(graded):
