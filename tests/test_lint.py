@@ -38,3 +38,11 @@ def test_ruff_is_the_pinned_version():
     pinned = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if '"ruff==' in line)
     version = ruff("--version").stdout.split()[-1]
     assert f"ruff=={version}" in pinned, f"ruff {version} is installed but pyproject.toml pins {pinned.strip()}"
+
+
+TYPED = ["grading/sandbox", "grading/examples", "grading/grade/cluster.py"]  # every function hinted (issue 42)
+
+
+def test_every_function_of_the_typed_parts_of_the_grader_has_type_hints():
+    result = ruff("check", "--select", "ANN", "--ignore", "ANN401", "--output-format", "concise", *TYPED)
+    assert result.returncode == 0, "functions without type hints:\n" + result.stdout

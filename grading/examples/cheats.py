@@ -233,7 +233,7 @@ TIED_BY_DIFFERENCES = (
 )
 
 
-def spell_leak(value, letters):
+def spell_leak(value: float, letters: bool) -> str:
     "How the LEAK attacks write one value: four decimals, in digits or in letters."
     text = f"{value:.4f}"
     return text.translate(str.maketrans("0123456789.-", "oizehsgtbqpm")) if letters else text

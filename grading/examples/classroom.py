@@ -308,7 +308,7 @@ def write_case(case: Case, kit: str | Path, out: Path, grades: str) -> dict:
     return {"assignment": case.notebook, "score": score, "max_score": points_of(case.notebook), "note": case.note}
 
 
-def broken_files(kit, out):
+def broken_files(kit: str | Path, out: Path) -> dict:
     "Submissions that cannot be graded; each must be named in the table with what to do, costing no one else."
     E = ELEMENTWISE
     (out / "nick" / E).mkdir(parents=True)
@@ -329,7 +329,7 @@ def broken_files(kit, out):
     }
 
 
-def compare(rows, expected):
+def compare(rows: list, expected: dict) -> list:
     "[(student, what was expected, what came)] for every row that is not what `expected` says."
     wrong = []
     by_student = {r.student: r for r in rows}

@@ -56,7 +56,7 @@ OTHER_GRADER = (
 )
 
 
-def check_address(address):
+def check_address(address: str) -> None:
     """GradingError for a --cluster that is neither local:N nor a scheduler's address (tcp://HOST:8786): said before
     anything is written, as an unreachable scheduler is said before anything is graded."""
     if address.startswith("local:"):
@@ -69,7 +69,7 @@ def check_address(address):
         )
 
 
-def start_client(address):
+def start_client(address: str) -> object:
     """A dask.distributed Client of the scheduler at `address`, or of a new LocalCluster of N workers for `local:N`;
     GradingError when Dask is not installed or the scheduler cannot be reached."""
     try:
@@ -93,7 +93,7 @@ def start_client(address):
 class ClusterRunner(Runner):
     "Runs grading jobs as Dask tasks, with the local Runner's interface (grading.grade.autograde calls it the same way)."
 
-    def __init__(self, address, timeout, sandboxed):
+    def __init__(self, address: str, timeout: float, sandboxed: bool) -> None:
         super().__init__(IN_FLIGHT, timeout, warm=False)
         self.address, self.client = address, start_client(address)
         try:
@@ -105,7 +105,7 @@ class ClusterRunner(Runner):
         self.course, self.course_lock = None, threading.Lock()
         self.held_out = {}  # {the instructor's held-out digits' file: the future of its bytes, sent once per run}
 
-    def run(self, spec, spec_path):
+    def run(self, spec: Spec, spec_path: str | Path) -> tuple[dict | None, str | None]:
         """Grade one submission on a worker; (result, None) or (None, why not graded), as Runner.run. Writes the
         feedback page and the kept notebook here."""
         task, course, held_out = make_task(spec, self.timeout), self.course_future(spec), self.held_out_future(spec)
@@ -134,7 +134,7 @@ class ClusterRunner(Runner):
             keep_files(spec, reply)
         return reply["result"], reply["failure"]
 
-    def course_future(self, spec):
+    def course_future(self, spec: Spec) -> object:
         "The prepared course as one archive, sent to the cluster once per run (a task of its own: never lost)."
         with self.course_lock:
             if self.course is None:
@@ -143,7 +143,7 @@ class ClusterRunner(Runner):
                 self.course = self.client.submit(bytes, data, key=f"tinytorch-course-{digest}")
             return self.course
 
-    def held_out_future(self, spec):
+    def held_out_future(self, spec: Spec) -> object:
         """The instructor's held-out digits (grading.grade.heldout) for a task whose hidden tests measure with them, sent
         once per run as a task of its own, as the course is; None for the others."""
         if not spec.held_out_digits:
@@ -157,7 +157,7 @@ class ClusterRunner(Runner):
                 )
             return self.held_out[spec.held_out_digits]
 
-    def stop(self):
+    def stop(self) -> None:
         "Start no more tasks and cancel the submitted ones (a task already running then kills its job: stop_when_cancelled)."
         with self.lock:
             self.stopping.set()
@@ -165,7 +165,7 @@ class ClusterRunner(Runner):
         if futures:
             self.client.cancel(futures)
 
-    def close(self):
+    def close(self) -> None:
         "Let go of the cluster (and end it, for local:N)."
         cluster = self.client.cluster
         self.client.close()
@@ -176,12 +176,12 @@ class ClusterRunner(Runner):
 # -- Here: what a task carries, and what comes back ------------------------------------------------------------------
 
 
-def task_key(spec):
+def task_key(spec: Spec) -> str:
     token = hashlib.sha256(os.urandom(16)).hexdigest()[:8]
     return f"grade-{spec.student}-{spec.assignment}-{token}"
 
 
-def make_task(spec, timeout):
+def make_task(spec: Spec, timeout: float) -> dict:
     "One submission as plain data: the spec's options, the notebooks as bytes, where the release is in the course."
     state = Path(spec.reference).parent
     return {
@@ -194,7 +194,7 @@ def make_task(spec, timeout):
     }
 
 
-def pack_course(state):
+def pack_course(state: Path) -> bytes:
     "The folders of OUT/.grading a job reads, as a gzipped tar archive (bytes)."
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
@@ -207,7 +207,7 @@ def pack_course(state):
     return buffer.getvalue()
 
 
-def keep_files(spec, reply):
+def keep_files(spec: Spec, reply: dict) -> None:
     "Write what the worker's job wrote (the page, the kept notebook) where a local job writes them."
     for path, text in [(spec.feedback, reply["feedback"]), (spec.page, reply["page"])]:
         if not path:
@@ -221,7 +221,7 @@ def keep_files(spec, reply):
 # -- On the worker ---------------------------------------------------------------------------------------------------
 
 
-def grade_task(task, course, held_out=None):
+def grade_task(task: dict, course: bytes, held_out: bytes | None = None) -> dict:
     """Grade one submission on a Dask worker, in a folder of its own (mode 0700), with the local runner: the job is a
     process of its own and the student's code runs in its sandbox; `held_out`, the bytes of the instructor's held-out
     digits where its hidden tests measure with them, goes into that folder, never into the sandbox. Returns plain data: {"result": the result (a dict
@@ -266,21 +266,21 @@ def grade_task(task, course, held_out=None):
 
 
 @functools.cache
-def worker_forkserver():
+def worker_forkserver() -> ForkServer:
     """This Dask worker's fork server (grading.grade.forkserver), started by its first task and kept for the next ones: a job
     is a fork of a Python that has the grader imported, as in a local run. It holds no course and no submission, and
     it ends with the Dask worker (its jobs with it)."""
     return ForkServer(job_env(), REPO)
 
 
-def stop_when_cancelled(worker, runner, done):
+def stop_when_cancelled(worker: object, runner: Runner, done: threading.Event) -> None:
     """Kill the job (and its sandbox) when the scheduler no longer wants this task: the client cancelled it (Ctrl-C)
     or went away. Dask cannot interrupt a running task, which would otherwise grade on, for nobody, up to its limit."""
     key = worker.get_current_task() if worker is not None else None
     if key is None:
         return
 
-    def watch():
+    def watch() -> None:
         while not done.wait(CANCEL_CHECK):
             task = worker.state.tasks.get(key)
             if task is None or task.state == "cancelled":
@@ -290,7 +290,7 @@ def stop_when_cancelled(worker, runner, done):
     threading.Thread(target=watch, name="tinytorch-cancel", daemon=True).start()
 
 
-def worker_spec(task, folder):
+def worker_spec(task: dict, folder: Path) -> Spec:
     "The task's spec with every path in the task's folder."
     spec = Spec(**task["spec"])
     course = folder / "course"
@@ -310,7 +310,7 @@ def worker_spec(task, folder):
     return replace(spec, **{name: str(path) for name, path in paths.items()})
 
 
-def read_text(path):
+def read_text(path: str | Path) -> str | None:
     try:
         return Path(path).read_text()
     except OSError:
@@ -320,7 +320,7 @@ def read_text(path):
 # -- The workers' environment ----------------------------------------------------------------------------------------
 
 
-def worker_environment():
+def worker_environment() -> dict:
     """What the reference check depends on, on this worker, and whether it can grade: the grader's source, the
     Python, its packages, and bubblewrap (grading.sandbox.sandbox.problem: None when it runs)."""
     import site
@@ -333,7 +333,7 @@ def worker_environment():
     }
 
 
-def this_worker():
+def this_worker() -> object:
     "The Dask worker this task runs on, or None outside one."
     from distributed import get_worker
 
@@ -344,7 +344,7 @@ def this_worker():
 
 
 @functools.cache
-def grader_digest():
+def grader_digest() -> str:
     "A digest of the grader's own source (grading/**/*.py): the workers must run the same grader as this process."
     top = REPO / "grading"
     files = sorted(top.rglob("*.py"))
@@ -353,7 +353,7 @@ def grader_digest():
     ]
 
 
-def check_workers(client, address, sandboxed):
+def check_workers(client: object, address: str, sandboxed: bool) -> tuple[str, int]:
     """Raise GradingError when the cluster has no worker, a worker runs another grader, or cannot start bubblewrap
     (unless `sandboxed` is False: --unsafe-no-sandbox); return a key of the workers' environments and their number."""
     try:
