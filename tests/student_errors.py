@@ -4,7 +4,7 @@ tests/test_student_errors.py, which grades them all in one run and pins what the
 from dataclasses import dataclass, field
 
 from grading.common.notebooks import nbgrader_meta, write_notebook
-from grading.examples.classroom import changing, inside, replace_in, submission
+from grading.examples.edits import changing, inside, replace_in, submission
 
 ELEMENTWISE, CONV = "04_elementwise", "12_conv"
 
@@ -16,7 +16,7 @@ class Case:
     student: str
     did: str
     notebook: str
-    answer: object  # an answer() of grading.examples.classroom, or None: the whole notebook solved
+    answer: object  # an answer() of grading.examples.edits, or None: the whole notebook solved
     says: list = field(default_factory=list)  # in the note (so on the page and in the LMS comment)
     test_says: dict = field(default_factory=dict)  # {test id: words its message holds}
     delete: str = ""  # a given cell to delete from the notebook: the start of its source

@@ -19,8 +19,9 @@ import pytest
 from conftest import REPO, cli, run_cli
 from grading.common.errors import GradingError
 from grading.common.notebooks import read_notebook, write_notebook
-from grading.examples.classroom import ELEMENTWISE, only
-from grading.examples.classroom import submission as solved_submission
+from grading.examples.classroom import ELEMENTWISE
+from grading.examples.edits import only
+from grading.examples.edits import submission as solved_submission
 
 NOTEBOOKS = ["01_tensor", ELEMENTWISE]
 OPTIONS = ["--cell-timeout", "20", "--notebook-timeout", "300"]

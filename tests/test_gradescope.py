@@ -327,7 +327,7 @@ def test_without_a_sandbox_the_hidden_tests_worker_cannot_hand_its_inputs_to_the
 
     import numpy as np
 
-    from grading.examples.classroom import chained, inside, submission
+    from grading.examples.edits import chained, inside, submission
     from grading.grade.variant import seed_of
 
     leak = f"/dev/shm/tinytorch-leak-{os.getpid()}"

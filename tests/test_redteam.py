@@ -24,17 +24,9 @@ import pytest
 
 from conftest import REPO, run_cli
 from grading.common.notebooks import read_notebook, write_notebook
-from grading.examples.classroom import (
-    ACTIVATIONS,
-    DAEMON_MARK,
-    ELEMENTWISE,
-    LEAKS,
-    NEEDS_SANDBOX,
-    REDTEAM_PORT,
-    compare,
-    make_class,
-    spell_leak,
-)
+from grading.examples.attacks import DAEMON_MARK, REDTEAM_PORT
+from grading.examples.cheats import LEAKS, spell_leak
+from grading.examples.classroom import ACTIVATIONS, ELEMENTWISE, NEEDS_SANDBOX, compare, make_class
 from grading.grade.gradebook import Row
 from grading.sandbox.sandbox import problem
 

@@ -244,7 +244,7 @@ def test_the_grader_refuses_an_array_the_worker_marks_read_only():
 def test_an_array_of_the_graders_object_keeps_its_shape():
     """tom's optimizers (red team) gave each parameter an empty array as its data, which np.allclose finds close to
     anything: on the grader's side an object's array keeps its shape; the worker's side takes what the grader sends."""
-    from grading.sandbox.wire import WireError, _same_shapes
+    from grading.sandbox.wire.decoder import WireError, _same_shapes
 
     class Parameter:
         pass
@@ -258,7 +258,7 @@ def test_an_array_of_the_graders_object_keeps_its_shape():
 
 def test_a_tensors_data_is_an_array_and_an_array_stays_one():
     "uli hid an empty array inside a Tensor's data (a Tensor, a list, a tuple): np.allclose saw through it."
-    from grading.sandbox.wire import WireError, _same_shapes
+    from grading.sandbox.wire.decoder import WireError, _same_shapes
 
     class Tensor:
         pass

@@ -6,7 +6,9 @@ from ..common.answers import solved
 from ..common.notebooks import course_notebooks, read_notebook, write_notebook
 
 
-def make_submissions(release_dir, submissions_dir, notebooks_dir=None):
+def make_submissions(
+    release_dir: str | Path, submissions_dir: str | Path, notebooks_dir: str | Path | None = None
+) -> None:
     "alice: every exercise solved; bob: the release as it came."
     release_dir, submissions_dir = Path(release_dir), Path(submissions_dir)
     for stem, path in course_notebooks(notebooks_dir).items():

@@ -29,7 +29,7 @@ PIDS_MAX = 256  # processes and threads of one sandbox: a kernel, its threads an
 CPU_PERIOD = 100_000  # microseconds
 
 
-def own_paths(proc_cgroup="/proc/self/cgroup"):
+def own_paths(proc_cgroup: str | Path = "/proc/self/cgroup") -> dict:
     "{controller: path} of this process's cgroups; the v2 path under the key ''."
     paths = {}
     for line in Path(proc_cgroup).read_text().splitlines():
@@ -39,7 +39,9 @@ def own_paths(proc_cgroup="/proc/self/cgroup"):
     return paths
 
 
-def places(root=ROOT, proc_cgroup="/proc/self/cgroup", delegated=None):
+def places(
+    root: str | Path = ROOT, proc_cgroup: str | Path = "/proc/self/cgroup", delegated: str | None = None
+) -> tuple[str | None, list]:
     """('v2', [parent]) or ('v1', [parent per controller]) where this process can make a sandbox's cgroups, or
     (None, []) where it cannot. `delegated`: TINYTORCH_CGROUP."""
     delegated = delegated if delegated is not None else os.environ.get("TINYTORCH_CGROUP", "")
@@ -59,18 +61,20 @@ def places(root=ROOT, proc_cgroup="/proc/self/cgroup", delegated=None):
     return ("v1", parents) if all(writable(p) for p in parents) else (None, [])
 
 
-def writable(folder):
+def writable(folder: Path) -> bool:
     return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
 class Cgroups:
     "The cgroup(s) of one sandbox (v2: one folder; v1: one per controller)."
 
-    def __init__(self, version, folders):
+    def __init__(self, version: str, folders: list) -> None:
         self.version, self.folders = version, folders
 
     @classmethod
-    def make(cls, memory_mb, cpus=1.0, pids=PIDS_MAX, where=None):
+    def make(
+        cls, memory_mb: int, cpus: float = 1.0, pids: int = PIDS_MAX, where: tuple | None = None
+    ) -> "Cgroups | None":
         "New cgroups with these limits, or None where the host gives none (`where`: what places() returned)."
         version, parents = where or places()
         if version is None:
@@ -92,7 +96,7 @@ class Cgroups:
                 remove(folder)
             return None
 
-    def limit(self, memory_mb, cpus, pids):
+    def limit(self, memory_mb: int, cpus: float, pids: int) -> None:
         memory, quota = str(memory_mb * 2**20), str(int(cpus * CPU_PERIOD))
         if self.version == "v2":
             folder = self.folders[0]
@@ -110,19 +114,19 @@ class Cgroups:
         write(cpu_dir / "cpu.cfs_period_us", str(CPU_PERIOD))
         write(cpu_dir / "cpu.cfs_quota_us", quota)
 
-    def enter(self):
+    def enter(self) -> None:
         "Put the calling process in the cgroups (called in the child, before exec: nothing runs outside them)."
         for folder in self.folders:
             write(folder / "cgroup.procs", str(os.getpid()))
 
-    def members(self):
+    def members(self) -> list:
         procs = self.folders[0] / "cgroup.procs"
         try:
             return [int(pid) for pid in procs.read_text().split()]
         except (OSError, ValueError):
             return []
 
-    def close(self):
+    def close(self) -> None:
         "Kill every process left in the cgroups, then remove them."
         kill = self.folders[0] / "cgroup.kill"
         for _ in range(500):
@@ -141,7 +145,7 @@ class Cgroups:
             remove(folder)
 
 
-def enable_controllers(parent):
+def enable_controllers(parent: Path) -> None:
     "cgroup v2: let the children of `parent` have the pids, memory and cpu controllers."
     enabled = set((parent / "cgroup.subtree_control").read_text().split())
     missing = [name for name in CONTROLLERS if name not in enabled]
@@ -149,12 +153,12 @@ def enable_controllers(parent):
         write(parent / "cgroup.subtree_control", " ".join(f"+{name}" for name in missing))
 
 
-def write(path, text):
+def write(path: str | Path, text: str) -> None:
     with open(path, "w") as file:
         file.write(text)
 
 
-def remove(folder):
+def remove(folder: Path) -> None:
     for _ in range(500):  # a cgroup is removable once its last process has been reaped
         try:
             folder.rmdir()

@@ -37,6 +37,7 @@ import resource
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from ..common.defaults import MEMORY_MB
@@ -70,17 +71,21 @@ INSTALL_HINT = (
 )
 
 
-WORKER_FILES = ["worker.py", "wire.py"]  # the student's side: run inside the sandbox, as files beside each other
+WORKER_FILES = ["worker.py", "wire"]  # the student's side: run inside the sandbox, beside each other
 
 
-def copy_worker_files(folder):
-    "Copy the worker and the one module it imports (wire.py; both in this folder) into `folder`, for the sandbox."
+def copy_worker_files(folder: str | Path) -> None:
+    "Copy the worker and the one package it imports (wire; both in this folder) into `folder`, for the sandbox."
     for name in WORKER_FILES:
-        shutil.copyfile(Path(__file__).with_name(name), Path(folder) / name)
+        source, target = Path(__file__).with_name(name), Path(folder) / name
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+        else:
+            shutil.copyfile(source, target)
 
 
 @functools.cache
-def problem():
+def problem() -> str | None:
     "None when bwrap can make a sandbox here and the grader's Python runs in it; else one line saying why not."
     if not sys.platform.startswith("linux"):
         return "the sandbox needs Linux (bubblewrap)"
@@ -94,7 +99,7 @@ def problem():
     return f"{why}. This is a fault of the grading environment, not of any submission"
 
 
-def diagnose(sandboxed=True):
+def diagnose(sandboxed: bool = True) -> str | None:
     "Why the grader's Python does not start in a fresh sandbox right now (None when it does); asked, not remembered."
     argv = [interpreter(), "-I", "-c", PROBE]
     try:
@@ -109,7 +114,7 @@ def diagnose(sandboxed=True):
     return last if last.startswith("bwrap") else f"the grader's Python ({interpreter()}) fails in the sandbox: {last}"
 
 
-def check(unsafe=False):
+def check(unsafe: bool = False) -> bool:
     "Raise GradingError unless grading can be sandboxed (or the caller accepted the risk)."
     why = problem()
     if why is not None and not unsafe:
@@ -117,7 +122,7 @@ def check(unsafe=False):
     return why is None
 
 
-def isolation(unsafe=False, student_user=None):
+def isolation(unsafe: bool = False, student_user: str | None = None) -> str:
     """How the students' code runs here: "bwrap"; "user" (bwrap cannot run, and `student_user` can be used: see the
     module's docstring); "none" (bwrap cannot run and the caller accepted the risk). Else raise GradingError."""
     why = problem()
@@ -130,7 +135,7 @@ def isolation(unsafe=False, student_user=None):
     return "none"
 
 
-def student_id(name):
+def student_id(name: str) -> tuple[int, int]:
     """(uid, gid) of the student user of the fallback; GradingError unless the grader is root, the user exists, is
     not root, and no copy of the course's answers sits in the Python's folders, which every user can read."""
     if os.geteuid() != 0:
@@ -155,12 +160,12 @@ STUDENT_USER = {
 }  # the fallback's user; set once by the job (one submission per process: grading.grade.job)
 
 
-def use_student_user(name):
+def use_student_user(name: str | None) -> None:
     "From now on, a process started unsandboxed runs as the user `name` (None: as the grader, --unsafe-no-sandbox)."
     STUDENT_USER["name"] = name or None
 
 
-def interpreter():
+def interpreter() -> str:
     """The Python the grader runs with, as it was started. A venv's `python` is a link to the base interpreter, and
     only when started through the link does it read the venv's pyvenv.cfg and see the venv's packages: never
     resolve it (os.path.realpath would give the base Python, without nbconvert, nbgrader or the course)."""
@@ -172,7 +177,7 @@ def interpreter():
 STARTUP_PATH = tuple(sys.path)  # as the grader's Python started: the grader adds the reference package later
 
 
-def _outside_repo(path):
+def _outside_repo(path: str) -> bool:
     """A folder of a course's source (the answer key) never enters the sandbox: the project's folder (except a venv
     kept inside it), and any folder that holds a course (its settings.ini: a kit, the grader's reference export)."""
     from ..common.notebooks import REPO
@@ -184,14 +189,14 @@ def _outside_repo(path):
     return not inside or real == prefix or real.startswith(prefix + os.sep)
 
 
-def search_path():
+def search_path() -> list:
     """The folders on the grader's sys.path, as its Python started, that its Python would not find by itself in the
     sandbox (`-I` ignores PYTHONPATH and the user's site-packages): the sandbox's Python puts them on its path
     (grading.sandbox.worker). Never what the grader put on its path since (the reference package it grades with)."""
     return [p for p in STARTUP_PATH if p and os.path.isabs(p) and os.path.isdir(p) and _outside_repo(p)]
 
 
-def python_dirs():
+def python_dirs() -> list:
     """Python and its packages: the venv (pyvenv.cfg included) and its base, a conda env, the user's site-packages,
     every folder of the grader's sys.path, each as it is named and as it resolves (links inside must work)."""
     import site
@@ -209,13 +214,13 @@ def python_dirs():
     return sorted(d for d in dirs if not any(d != o and d.startswith(o + os.sep) for o in dirs))
 
 
-def installed_answer_keys(dirs):
+def installed_answer_keys(dirs: list) -> list:
     """A `pip install .` of the course puts the reference package (every solution) into site-packages: those folders
     are hidden in the sandbox under an empty tmpfs."""
     return sorted({os.path.join(d, "tinytorch") for d in dirs if os.path.isdir(os.path.join(d, "tinytorch"))})
 
 
-def copy_in(outside, inside, fds):
+def copy_in(outside: str | Path, inside: str, fds: list) -> list:
     """bwrap arguments that copy a file or a folder tree into the sandbox's own root (`--dir`, `--file FD`), and the
     descriptors they read (appended to `fds`; the caller passes and closes them). A copy, not a bind mount: a bind
     mount shows its source path (the job's folder, the instructor's paths) in /proc/self/mountinfo."""
@@ -233,7 +238,14 @@ def copy_in(outside, inside, fds):
     return args
 
 
-def command(argv, binds, env=None, cwd="/tmp", tmpfs_mb=MEMORY_MB, fds=None):
+def command(
+    argv: list,
+    binds: list,
+    env: dict | None = None,
+    cwd: str = "/tmp",
+    tmpfs_mb: int = MEMORY_MB,
+    fds: list | None = None,
+) -> list:
     """The bwrap command line that runs `argv` in a fresh sandbox. `binds` is [(path outside, path inside)]: each is
     copied into the sandbox's root, which is then made read-only; `fds` collects the descriptors the copies read
     (needed when there are binds). `env` is added to a clean environment."""
@@ -280,7 +292,7 @@ def command(argv, binds, env=None, cwd="/tmp", tmpfs_mb=MEMORY_MB, fds=None):
     return args + ["--", *argv]
 
 
-def python_env():
+def python_env() -> dict:
     "What the sandbox's Python needs of the grader's: its tools first on PATH, the folders of its sys.path."
     bin_dir = os.path.dirname(interpreter())
     return {"PATH": f"{bin_dir}:{BASE_ENV['PATH']}", "TINYTORCH_SEARCH_PATH": os.pathsep.join(search_path())}
@@ -289,11 +301,17 @@ def python_env():
 STUDENT_PROCESSES = 256  # the student user's processes at once (RLIMIT_NPROC counts per user): a fork bomb ends here
 
 
-def limiter(memory_mb, cpu_seconds, group=None, file_mb=256, user=None):
+def limiter(
+    memory_mb: int,
+    cpu_seconds: int,
+    group: cgroup.Cgroups | None = None,
+    file_mb: int = 256,
+    user: tuple[int, int] | None = None,
+) -> Callable[[], None]:
     """A preexec_fn that caps what the sandboxed process may use (inherited through bwrap) and, where there is one,
     puts it in its cgroups before it runs anything; `user`: (uid, gid) it then becomes (the student-user fallback)."""
 
-    def apply():
+    def apply() -> None:
         if group is not None:
             group.enter()
         for which, value in [
@@ -317,7 +335,7 @@ def limiter(memory_mb, cpu_seconds, group=None, file_mb=256, user=None):
     return apply
 
 
-def unsandboxed(argv, env, user):
+def unsandboxed(argv: list, env: dict, user: tuple[int, int] | None) -> tuple[list, dict, str]:
     """(argv, environment, working folder) of a start without bwrap: an empty folder of its own as home, /tmp and
     working folder (the student user's own, as that user); as the student user, a clean environment."""
     import tempfile
@@ -330,7 +348,7 @@ def unsandboxed(argv, env, user):
     return argv, env, workdir
 
 
-def end_processes_of(user):
+def end_processes_of(user: tuple[int, int]) -> None:
     """Kill every process of the student user: as that user, kill(-1) reaches all of its processes and nothing else
     (what it started and detached, out of the process group, included)."""
     subprocess.run(
@@ -347,7 +365,7 @@ def end_processes_of(user):
 SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where every user may write (no private /tmp here)
 
 
-def remove_what_is_left_by(user, folders=SHARED_FOLDERS):
+def remove_what_is_left_by(user: tuple[int, int], folders: tuple = SHARED_FOLDERS) -> None:
     """Remove what the student user left where every user may write, and its System V IPC objects: the next process
     of its (the hidden tests' worker after the page's, the next submission) finds nothing of this one's."""
     if shutil.which("ipcrm"):
@@ -370,20 +388,21 @@ def remove_what_is_left_by(user, folders=SHARED_FOLDERS):
 
 
 def start(
-    argv,
-    binds,
-    env=None,
-    memory_mb=MEMORY_MB,
-    cpu_seconds=1800,
-    sandboxed=True,
-    pass_fds=(),
-    stdout=None,
-    cwd="/tmp",
-    stderr=None,
-):
+    argv: list,
+    binds: list,
+    *,
+    env: dict | None = None,
+    memory_mb: int = MEMORY_MB,
+    cpu_seconds: int = 1800,
+    sandboxed: bool = True,
+    pass_fds: tuple = (),
+    stdout: object = None,
+    cwd: str = "/tmp",
+    stderr: object = None,
+) -> subprocess.Popen:
     """Start `argv` in a fresh sandbox (or, unsandboxed, with the limits only, in an empty temporary folder, as the
     student user where one is set: use_student_user). The caller must end it with `stop()`, which kills everything
-    inside."""
+    inside. `binds` and the options are those of `command`; `stdout` and `stderr` go to subprocess.Popen."""
     user, copied = None, []
     if sandboxed:
         try:
@@ -417,19 +436,19 @@ def start(
     return process
 
 
-def bwrap_env():
+def bwrap_env() -> dict:
     """bwrap's own environment: only the PATH it is found by. Its process is PID 1 inside the sandbox, whose
     /proc/1/environ the student's code can read (--clearenv cleans only the command's), so it gets none of the
     grader's variables (a Dask worker's, a token, JUPYTER_PATH)."""
     return {"PATH": os.environ.get("PATH", BASE_ENV["PATH"])}
 
 
-def close_all(fds):
+def close_all(fds: list) -> None:
     for fd in fds:
         os.close(fd)
 
 
-def stop(process):
+def stop(process: subprocess.Popen) -> None:
     "Kill the sandbox: bwrap, and with it (PID namespace, --die-with-parent) every process inside."
     import signal
 

@@ -35,17 +35,17 @@ class CallTimeout(BaseException):
     "The alarm: a call used up its CPU time (BaseException, so `except Exception` in student code misses it)."
 
 
-def _alarm(signum, frame):
+def _alarm(signum: int, frame: types.FrameType | None) -> None:
     raise CallTimeout()
 
 
-def cpu_limit(seconds):
+def cpu_limit(seconds: float) -> None:
     """From now on, `seconds` of CPU time (this process, all its threads) until CallTimeout; 0 turns it off. CPU
     time, not wall-clock time: on a busy grading machine an honest, slow submission waits, but is not failed."""
     signal.setitimer(signal.ITIMER_PROF, seconds)
 
 
-def stub_package(root):
+def stub_package(root: str) -> None:
     "Make `tinytorch` importable without running its __init__, so modules load one at a time, in course order."
     for name in ("tinytorch", "tinytorch.core"):
         folder = os.path.join(root, *name.split("."))
@@ -56,7 +56,7 @@ def stub_package(root):
     sys.modules["tinytorch"].core = sys.modules["tinytorch.core"]
 
 
-def import_student_module(plan):
+def import_student_module(plan: dict) -> str | None:
     "Import the earlier (reference) modules, then the student's; return an error message or None."
     stub_package(plan["package"])
     for name in plan["earlier_modules"]:
@@ -89,7 +89,7 @@ def import_student_module(plan):
     return error
 
 
-def cell_by_cell(plan):
+def cell_by_cell(plan: dict) -> str | None:
     """When the module does not import (a syntax error in one exercise, say), run its cells one by one, as the
     notebook does, so that one broken cell costs only the tests that need it. Return the first cell's error, named
     as the student sees it: the cell and the line in it (the module's line numbers are not the notebook's)."""
@@ -111,7 +111,7 @@ def cell_by_cell(plan):
 CELL = "<cell>"  # the file name of a cell run on its own
 
 
-def cell_error(exc, source):
+def cell_error(exc: BaseException, source: str) -> str:
     "`exc`, raised by the cell `source`, as Jupyter places it: 'SyntaxError: ... (line 9 of the cell 'class ...')'."
     if isinstance(exc, SyntaxError):
         line, message = exc.lineno, exc.msg
@@ -125,7 +125,7 @@ def cell_error(exc, source):
     return f"{type(exc).__name__}: {message} ({where})" if message else f"{type(exc).__name__} ({where})"
 
 
-def resolve_class(module, qualname):
+def resolve_class(module: object, qualname: object) -> object:
     if not (isinstance(module, str) and isinstance(qualname, str) and module.split(".")[0] == "tinytorch"):
         raise wire.WireError(f"the class {module}.{qualname} is not one of the course's")
     value = sys.modules.get(module) or importlib.import_module(module)
@@ -137,14 +137,14 @@ def resolve_class(module, qualname):
     return value
 
 
-def quiet_numpy():
+def quiet_numpy() -> contextlib.AbstractContextManager:
     "NumPy's floating-point warnings off, for a call the grader asks to be quiet (a probe with infinite values)."
     import numpy
 
     return numpy.errstate(all="ignore")
 
 
-def target_of(module, qualname):
+def target_of(module: str, qualname: str) -> object:
     value = sys.modules[module]
     name = qualname.split(".")[0]
     if name not in value.__dict__:  # its cell failed while the module was run cell by cell (a syntax error, say)
@@ -157,19 +157,19 @@ def target_of(module, qualname):
 
 
 class Channel:
-    def __init__(self, in_fd, out_fd):
+    def __init__(self, in_fd: int, out_fd: int) -> None:
         self.inbox, self.out_fd = os.fdopen(in_fd, "rb", buffering=0), out_fd
 
-    def send(self, data):
+    def send(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self.out_fd, view) :]
 
-    def receive(self):
+    def receive(self) -> tuple[dict, list]:
         return wire.unpack(self.inbox.read)
 
 
-def error_header(exc, readonly):
+def error_header(exc: BaseException, readonly: bool) -> dict:
     kind = type(exc).__name__
     message = wire.CALL_TIMEOUT if isinstance(exc, CallTimeout) else str(exc)
     if readonly and isinstance(exc, ValueError) and "read-only" in message:
@@ -187,20 +187,20 @@ def error_header(exc, readonly):
     }
 
 
-def capture():
+def capture() -> wire.Printed:
     "From now on, what is printed here goes into a new wire.Printed (until `release`): the feedback page shows it."
     printed = wire.Printed()
     sys.stdout, sys.stderr = printed.stream("stdout"), printed.stream("stderr")
     return printed
 
 
-def release(printed):
+def release(printed: wire.Printed) -> list:
     "Back to the process's own streams (they go nowhere); return what was printed, as wire.Printed.parts()."
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     return printed.parts()
 
 
-def serve(channel, plan):
+def serve(channel: Channel, plan: dict) -> None:
     graded = sys.modules[plan["module"]]
     while True:
         header, arrays = channel.receive()
@@ -215,7 +215,7 @@ def serve(channel, plan):
             accept_new_classes=True,
             make_callable=lambda number: None,
         )
-        session.make_callable = functools.partial(callback, channel, session, call=call)
+        session.decoder.make_callable = functools.partial(callback, channel, session, call=call)  # (needs session)
         try:
             for name, value in header.get("globals", {}).items():
                 if name in wire.flags(graded):
@@ -246,10 +246,10 @@ def serve(channel, plan):
         channel.send(reply)
 
 
-def callback(channel, session, number, call):
+def callback(channel: Channel, session: wire.Session, number: int, call: object) -> types.FunctionType:
     "A stand-in for one of the grader's functions: calling it asks the grader to run it and waits for the answer."
 
-    def function_stub(*args, **kwargs):
+    def function_stub(*args: object, **kwargs: object) -> object:
         channel.send(
             session.message({"op": "callback", "function": number, "call": call}, {"args": args, "kwargs": kwargs})
         )
@@ -263,7 +263,7 @@ def callback(channel, session, number, call):
     return function_stub
 
 
-def main(argv=None):
+def main(argv: list | None = None) -> int:
     in_fd, out_fd = map(int, (argv or sys.argv[1:])[:2])
     channel = Channel(in_fd, out_fd)
     channel.send(wire.pack({"op": "hello"}, []))  # Python and NumPy started: from here on, failures are the student's
