@@ -271,6 +271,19 @@ STATED = {
         "1/(1 - p)",
         "\\frac{1}{1 - p}",
     ],
+    # 18: the text names the three rules to chain and the order; the gradients themselves are the student's
+    "18_attention": [
+        "P^\\top G",
+        "G V^\\top",
+        "swapaxes(p",
+        "(grad_p * p)",
+        "p * (grad_p",
+        "S^\\top Q",
+        "@ k.data",
+        "@ q.data",
+        "reshape(batch, length, heads",
+        "transpose(0, 2, 1, 3)",
+    ],
     # 19: the text derives each view's strides in words; the code, and im2col's four strides, are the student's
     "19_strides": [
         "block *= n",

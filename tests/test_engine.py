@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from tinytorch.core import activations as A
+from tinytorch.core import attention as T
 from tinytorch.core import conv as C
 from tinytorch.core import elementwise as E
 from tinytorch.core import embedding as M
@@ -503,6 +504,7 @@ F32_RULES = [
     (N.BatchNormBackward, N.batch_norm_values, [(4, 3), (3,), (3,)], {}),
     (N.LayerNormBackward, N.layer_norm_values, [(2, 4), (4,), (4,)], {}),
     (N.DropoutBackward, lambda v, mask, p: v * mask / (1 - p), [(3, 4)], {"mask": np.eye(3, 4, dtype=bool), "p": 0.5}),
+    (T.AttentionBackward, T.attention_values, [(2, 3, 4), (2, 3, 4), (2, 3, 2)], {"mask": T.causal_mask(3)}),
     (
         lambda values, index: R.ScatterAddBackward(values, index),
         lambda v, index: R.scatter_add(Tensor(v), index, (4, 2)).data,

@@ -56,6 +56,10 @@ MAXPOOL_DIRECT = """(x,) = self.saved_tensors
 BN_GRAD_X = "grad_x = (g - g.mean(axis=0, keepdims=True) - x_hat * (g * x_hat).mean(axis=0, keepdims=True)) * inv_std"
 LN_GRAD_X = "(g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))"
 
+# 18's gradient of the scores, scaled; and the scale alone, as the solution writes it
+ATTENTION_SCORES = "grad_scores = p * (grad_p - (grad_p * p).sum(axis=-1, keepdims=True)) * q.shape[-1] ** -0.5"
+SCALE = " * q.shape[-1] ** -0.5"
+
 # (notebook, tests of the rule, what the mutant gets wrong, solution text, mutated text)
 MUTANTS = [
     (
@@ -495,6 +499,69 @@ MUTANTS = [
         "the gradient passed where entries were dropped",
         "return (grad_output * self.mask / (1 - self.p),)",
         "return (grad_output / (1 - self.p),)",
+    ),
+    (
+        "18_attention",
+        "attention_backward",
+        "the 1/sqrt(d) left out of the backward",
+        ATTENTION_SCORES,
+        ATTENTION_SCORES.replace(SCALE, ""),
+    ),
+    (
+        "18_attention",
+        "attention_backward",
+        "the weights recomputed without the mask (the gradient leaks to the future)",
+        "p = attention_weights(q.data, k.data, self.mask)",
+        "p = attention_weights(q.data, k.data)",
+    ),
+    (
+        "18_attention",
+        "attention_backward",
+        "the softmax's Jacobian taken as its diagonal",
+        "p * (grad_p - (grad_p * p).sum(axis=-1, keepdims=True))",
+        "p * grad_p",
+    ),
+    (
+        "18_attention",
+        "attention_backward",
+        "the gradient of K without transposing the scores' gradient",
+        "grad_k = np.swapaxes(grad_scores, -1, -2) @ q.data",
+        "grad_k = grad_scores @ q.data",
+    ),
+    (
+        "18_attention",
+        "attention_backward",
+        "the gradient of V with the weights untransposed",
+        "grad_v = np.swapaxes(p, -1, -2) @ g",
+        "grad_v = p @ g",
+    ),
+    (
+        "18_attention",
+        "heads",
+        "heads split by a reshape alone (positions and features mixed)",
+        "return x.reshape(batch, length, heads, width // heads).transpose(0, 2, 1, 3)",
+        "return x.reshape(batch, heads, length, width // heads)",
+    ),
+    (
+        "18_attention",
+        "heads",
+        "heads merged by a reshape alone",
+        "return x.transpose(0, 2, 1, 3).reshape(batch, length, heads * width)",
+        "return x.reshape(batch, length, heads * width)",
+    ),
+    (
+        "18_attention",
+        "transformer_block",
+        "the causal mask not passed to the attention",
+        "x = x + self.attention(self.norm1(x), mask)",
+        "x = x + self.attention(self.norm1(x))",
+    ),
+    (
+        "18_attention",
+        "transformer_block",
+        "no residual connection around the MLP",
+        "return x + self.mlp(self.norm2(x))",
+        "return self.mlp(self.norm2(x))",
     ),
 ]
 
@@ -966,6 +1033,34 @@ STUDENT_BUGS = [
         "return (grad_output * self.mask / (1 - self.p),)",
         "return (grad_output * (np.random.random(self.mask.shape) >= self.p) / (1 - self.p),)",
     ),
+    (
+        "18_attention",
+        "attention_backward",
+        "the scale as 1 / np.sqrt(d), a float64 number (a float32 input's gradients float64)",
+        SCALE,
+        " / np.sqrt(q.shape[-1])",
+    ),
+    (
+        "18_attention",
+        "attention_backward",
+        "the softmax's sum over the queries' axis instead of the keys'",
+        "(grad_p * p).sum(axis=-1, keepdims=True)",
+        "(grad_p * p).sum(axis=-2, keepdims=True)",
+    ),
+    (
+        "18_attention",
+        "heads",
+        "features dealt to the heads in turn (head h gets h, h + H, ...), not in blocks",
+        "return x.reshape(batch, length, heads, width // heads).transpose(0, 2, 1, 3)",
+        "return x.reshape(batch, length, width // heads, heads).transpose(0, 3, 1, 2)",
+    ),
+    (
+        "18_attention",
+        "transformer_block",
+        "the MLP's sublayer reads the block's input instead of the attention's sum",
+        "x = x + self.attention(self.norm1(x), mask)\n        return x + self.mlp(self.norm2(x))",
+        "h = x + self.attention(self.norm1(x), mask)\n        return h + self.mlp(self.norm2(x))",
+    ),
 ]
 MUTANTS += STUDENT_BUGS
 
@@ -1307,6 +1402,36 @@ CATCHING = {"pow_backward": ["pow_backward", "pow_backward_hidden"]}  # else the
 
 # Correct solutions written differently from the reference: each must earn every point of its notebook.
 ALTERNATIVES = [
+    (
+        "18_attention",
+        "the softmax's row sums as G times the output, row by row (FlashAttention's identity)",
+        ATTENTION_SCORES,
+        "out = p @ v.data\n        "
+        "grad_scores = p * (grad_p - (g * out).sum(axis=-1, keepdims=True)) * q.shape[-1] ** -0.5",
+    ),
+    (
+        "18_attention",
+        "attention's gradients of q and k by einsum, each scaled after its product (float32 rounds otherwise)",
+        ATTENTION_SCORES
+        + "\n        grad_q = grad_scores @ k.data\n        grad_k = np.swapaxes(grad_scores, -1, -2) @ q.data",
+        ATTENTION_SCORES.replace(SCALE, "")
+        + "\n        scale = 1 / q.shape[-1] ** 0.5"
+        + '\n        grad_q = np.einsum("...ij,...jd->...id", grad_scores, k.data) * scale'
+        + '\n        grad_k = np.einsum("...ij,...id->...jd", grad_scores, q.data) * scale',
+    ),
+    (
+        "18_attention",
+        "heads moved with swapaxes",
+        "return x.reshape(batch, length, heads, width // heads).transpose(0, 2, 1, 3)",
+        "return x.reshape(batch, length, heads, width // heads).swapaxes(1, 2)",
+    ),
+    (
+        "18_attention",
+        "the block with its intermediate sum named",
+        "x = x + self.attention(self.norm1(x), mask)\n        return x + self.mlp(self.norm2(x))",
+        "attended = x + self.attention(self.norm1(x), mask)\n        out = attended + self.mlp(self.norm2(attended))\n"
+        "        return out",
+    ),
     (
         "17_norm",
         "batch norm's gradient of x path by path, unsimplified (the variance's, the mean's, then the direct one)",
@@ -1774,6 +1899,12 @@ KEEPS_POINTS = [
         "12_conv",
         "im2col at the convolution's stride, g not dilated",
         ["conv2d_backward_weight_hidden", "conv2d_backward_bias_hidden"],
+    ),  # 18: the heads' and the block's tests go through no AttentionBackward
+    ("18_attention", "the 1/sqrt(d) left out of the backward", ["heads_hidden", "transformer_block_hidden"]),
+    (
+        "18_attention",
+        "the weights recomputed without the mask (the gradient leaks to the future)",
+        ["heads_hidden", "transformer_block_hidden"],
     ),
 ]
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tinytorch.core import activations as A
+from tinytorch.core import attention as T
 from tinytorch.core import conv as C
 from tinytorch.core import elementwise as E
 from tinytorch.core import embedding as M
@@ -90,6 +91,12 @@ CASES = {
     N.LayerNormBackward: [([normal(2, 4), normal(4), normal(4)], N.layer_norm)],
     # the same mask at every call (the loss is evaluated again and again): a generator seeded alike each time
     N.DropoutBackward: [([normal(3, 4)], lambda x: N.dropout(x, 0.5, rng=np.random.default_rng(0)))],
+    T.AttentionBackward: [
+        (
+            [normal(3, 2), normal(3, 2), normal(3, 2)],
+            lambda q, k, v: T.scaled_dot_product_attention(q, k, v, T.causal_mask(3)),
+        )
+    ],
 }
 TWICE = {rule: cases for rule, cases in CASES.items() if rule.twice_differentiable}
 ONCE = {rule: cases for rule, cases in CASES.items() if not rule.twice_differentiable}

@@ -4,6 +4,7 @@ Written by hand, not exported: it only gathers names; each is defined in tinytor
 edit" at the top of that module). grading/student/export.py (SKELETON) copies it into every kit and grading folder.
 """
 
+from .core.attention import MultiHeadAttention, TransformerBlock
 from .core.conv import AvgPool2d, Conv2d, MaxPool2d
 from .core.embedding import Embedding
 from .core.losses import BCE, MSE, CrossEntropy
@@ -27,6 +28,8 @@ __all__ = [
     "BatchNorm1d",
     "LayerNorm",
     "Dropout",
+    "MultiHeadAttention",
+    "TransformerBlock",
     "MSE",
     "BCE",
     "CrossEntropy",

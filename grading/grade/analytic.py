@@ -48,7 +48,7 @@ def as_float64(value: object) -> np.ndarray | None:
     float type), a complex array's real part. None for a float32 array (its own test checks the dtype; float32 is as
     far from float64 as finite differences) and for what holds no numbers. A rule cannot escape the verdict by its
     gradient's type."""
-    data = getattr(value, "data", value)
+    data = value if isinstance(value, np.ndarray) else getattr(value, "data", value)  # an array's .data is a buffer
     try:
         array = np.asarray(data)
         if not isinstance(data, np.ndarray) and array.dtype.kind in "fiub":  # numbers, of whatever type: as the test
