@@ -772,3 +772,31 @@ def test_a_hidden_tests_case_is_named_for_an_error_of_the_students_code_and_once
     own = {"case": namespace["case"], "rule": lambda: (_ for _ in ()).throw(AssertionError("wrong row 2"))}
     passed, message = run_cell({"id": "h", "source": source}, own, 10, hidden=True)
     assert message == "AssertionError: no ids at all: ids of shape (0,): wrong row 2", message
+
+
+RELABELLING = """try:
+    rule()
+except (ValueError, IndexError) as error:  # (12's checker: a pad or a reshape of the wrong sizes)
+    raise AssertionError("Likely cause: a step's result has another shape than the next step needs") from error
+"""
+SWALLOWING = "try:\n    rule()\nexcept Exception:\n    pass\n"
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+@pytest.mark.parametrize("source", [RELABELLING, SWALLOWING], ids=["relabelled", "swallowed"])
+def test_the_graders_refusal_is_never_relabelled_or_swallowed_by_a_tests_except(source, hidden):
+    """Issue 44, point 3: 12's checker caught the grader's refusal of a float32 rule (a ValueError then) and said the
+    rule had a shape mistake. The refusal is a BaseException: the cell fails with the grader's own words."""
+    from grading.common.errors import Refusal
+
+    said = "Conv2dBackward: the gradient of input 1 is the exact one computed from its saved tensors rounded to float32"
+
+    def rule():
+        raise Refusal(said)
+
+    cell = {
+        "id": "conv_hidden",
+        "source": f"### BEGIN HIDDEN TESTS\n{source}### END HIDDEN TESTS" if hidden else source,
+    }
+    passed, message = run_cell(cell, {"rule": rule}, 10, hidden=hidden)
+    assert not passed and message == f"ValueError: {said}"

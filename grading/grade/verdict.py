@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common.errors import GraderFault, GradingError
+from ..common.errors import GraderFault, GradingError, Refusal
 from ..common.notebooks import given_cell_name
 from ..reports.feedback import NOT_SHOWN
 from ..sandbox import sandbox, wire
@@ -216,10 +216,7 @@ class Remote:
         self.workers, self.hidden = {False: None, True: None}, False
         self.stopwatch = Stopwatch()
         self.events, self.fault = [], None
-        self.probed, self.numerical = (
-            set(),
-            {},
-        )  # rules probed (grading.grade.analytic), and {rule: why} of numerical ones
+        self.probed, self.numerical = set(), {}  # rules probed (grading.grade.analytic), {rule: why} of numerical ones
         self.timed_out = {}  # {function: why}: one that used up its CPU time once is not called again
         self.budget = None  # the notebook's clock.Budget: no call waits past it (grade_pass sets it)
         self.printed = None  # the wire.Printed of the cell running now, or None: what the student's code prints is lost
@@ -355,9 +352,7 @@ class Remote:
             if readonly:
                 changed = changed_inputs(session, reply, named)
                 if changed:
-                    raise wire.EXCEPTIONS["ValueError"](
-                        f"your rule changed {changed} in place: compute a new array instead"
-                    )
+                    raise Refusal(f"your rule changed {changed} in place: compute a new array instead")
                 reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= wire.WORKER_NUMBERS]
             elif isinstance(reply.get("objects"), list):
                 reply["objects"] = check_changes(
@@ -580,7 +575,7 @@ def install(space, targets, remote):
 
         def stub(*args, _qualname=qualname, _reference=reference, _signature=signature, **kwargs):
             if _qualname in remote.numerical:  # a probe showed a numerical rule: every call of it fails
-                raise wire.EXCEPTIONS["ValueError"](remote.numerical[_qualname])
+                raise Refusal(remote.numerical[_qualname])
             if _qualname in remote.timed_out:  # once is enough: every later call would use up its minutes again
                 raise students(StudentError(remote.timed_out[_qualname]), _qualname, remote.timed_out[_qualname])
             named = named_arguments(_signature, args, kwargs)
@@ -620,13 +615,14 @@ def refuse_numerical_rule(qualname, value, reference, args, kwargs, probe=False)
         return False  # the reference does not take these arguments: the test's own comparison decides
     if emptied:  # close to anything for np.allclose
         index, shape = emptied[0]
-        raise wire.EXCEPTIONS["ValueError"](
+        raise Refusal(
             f"your {qualname.removesuffix('.apply')} returned an empty gradient for input {index}, whose gradient has "
             f"shape {shape}: a gradient has its input's shape"
         )
     if gaps:
         rule = qualname.removesuffix(".apply")
-        raise wire.EXCEPTIONS["ValueError"](analytic.message(rule, gaps, is_rule=qualname.endswith(".apply")))
+        rounded = analytic.float32_rounding(value, gaps, reference, args, kwargs)
+        raise Refusal(analytic.message(rule, gaps, is_rule=qualname.endswith(".apply"), rounded=rounded))
     return exact
 
 
@@ -653,7 +649,7 @@ def probe_linear_rule(qualname, reference, signature, args, kwargs, remote):
         if gaps:
             remote.probed.add(qualname)
             remote.numerical[qualname] = analytic.probe_message(rule, gaps, what)
-            raise wire.EXCEPTIONS["ValueError"](remote.numerical[qualname])
+            raise Refusal(remote.numerical[qualname])
     if conclusive:  # else nothing to compare (every gradient negligible): the next call is probed
         remote.probed.add(qualname)
 
@@ -713,11 +709,11 @@ def notes_of(error):
 
 def error_name(error):
     "The name the page gives an error: a student's error its own kind, never a class of the grader's."
-    return error.kind if isinstance(error, StudentError) else type(error).__name__
+    return error.kind if isinstance(error, StudentError | Refusal) else type(error).__name__
 
 
 def describe(error):
-    text = str(error) if isinstance(error, StudentError) else f"{type(error).__name__}: {error}"
+    text = str(error) if isinstance(error, StudentError) else f"{error_name(error)}: {error}"
     text += "".join(f" ({note})" for note in notes_of(error) if note.removeprefix("in the case ") not in text)
     return text if len(text) < 2000 else text[:2000] + " ..."
 
@@ -743,7 +739,7 @@ def run_cell(cell, namespace, timeout, hidden=False, shown=None, public=""):
         return failed(shown, "Timeout", f"the test ran out of time: it took longer than {timeout} s")
     except GraderFault:
         raise  # not the student's: the whole submission is not graded
-    except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
+    except (Exception, Refusal) as error:  # noqa: BLE001  (a failing test; an error from the student's code)
         if hidden:
             return failed(shown, error_name(error), describe_hidden(error, cell["source"] + "\n" + public))
         return failed(shown, error_name(error), describe(error))
