@@ -355,9 +355,9 @@ class Remote:
                     raise Refusal(f"your rule changed {changed} in place: compute a new array instead")
                 reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= wire.WORKER_NUMBERS]
             elif isinstance(reply.get("objects"), list):
-                reply["objects"] = check_changes(
-                    qualname, named, reply["objects"], session.number_of, wire.WORKER_NUMBERS, allowed, session.objects
-                )
+                where = (session.number_of, wire.WORKER_NUMBERS, allowed, session.objects)
+                calling = reply.get("function") if reply.get("op") == "callback" else None  # a test's function next
+                reply["objects"] = check_changes(qualname, named, reply["objects"], *where, calling=calling)
         except (TypeError, IndexError, KeyError, AttributeError, RecursionError):
             error = StudentError(f"{qualname} sent back a malformed object table")
             raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None
