@@ -119,7 +119,7 @@ def late_policy(args):
 
     options = (args.due, args.due_file, args.late_penalty, args.released, args.trust_timestamps or None)
     if all(option is None for option in options):
-        return None  # none given: the late policy of the earlier runs into OUT, if any (autograde.remembered_policy)
+        return None  # none given: the late policy of the earlier runs into OUT, if any (regrade.remembered_policy)
     return make_policy(args.due or (), args.due_file, args.late_penalty or "none", args.released, args.trust_timestamps)
 
 

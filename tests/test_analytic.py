@@ -238,7 +238,7 @@ def test_a_function_that_returns_a_gradient_is_judged_as_a_rule_is():
     import pytest
 
     from grading.common.errors import Refusal
-    from grading.grade.verdict import EXACT_FUNCTIONS, refuse_numerical_rule
+    from grading.grade.stand_ins import EXACT_FUNCTIONS, refuse_numerical_rule
     from tinytorch.core.embedding import tied_weight_grad
     from tinytorch.core.gradcheck import numerical_grad
 

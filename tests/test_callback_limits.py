@@ -3,7 +3,7 @@ inputs, or their broadcast together, are larger than any test's is refused befor
 
 import numpy as np
 
-from grading.grade.verdict import CALLBACK_MB, request_too_big
+from grading.grade.remote import CALLBACK_MB, request_too_big
 
 
 class Holder:

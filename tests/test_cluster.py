@@ -266,7 +266,7 @@ def test_the_demo_and_red_team_classes_grade_as_locally_with_a_worker_killed_in_
     team's every score must be the one `compare` expects (exact, as tests/test_redteam.py checks it locally)."""
     from grading.examples.classroom import compare
     from grading.examples.classroom import make_class as make_red_team
-    from grading.grade.autograde import Row
+    from grading.grade.gradebook import Row
 
     expected = make_red_team(kit, tmp_path / "red-team", grades=tmp_path / "red-team-dask")
     cluster = Cluster(tmp_path / "dask")

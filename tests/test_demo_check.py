@@ -2,7 +2,8 @@
 
 from conftest import REPO
 from grading.cli import demo_mismatches
-from grading.grade.autograde import Row, graded_assignments
+from grading.grade.autograde import graded_assignments
+from grading.grade.gradebook import Row
 
 
 def promised_rows():

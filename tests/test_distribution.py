@@ -4,7 +4,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from grading.grade.autograde import Row, plot_distribution, student_percentages  # noqa: E402
+from grading.grade.gradebook import Row, plot_distribution, student_percentages  # noqa: E402
 from grading.reports import marking  # noqa: E402
 
 

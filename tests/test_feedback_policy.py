@@ -11,7 +11,8 @@ from conftest import REPO, run_cli
 from grading.common.answers import solved
 from grading.common.errors import GradingError
 from grading.common.notebooks import read_notebook, write_notebook
-from grading.grade.autograde import page_path, refeedback, result_path
+from grading.grade.gradebook import page_path, result_path
+from grading.grade.regrade import refeedback
 from grading.reports.feedback import publish
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO, run_cli
 from grading.common.notebooks import read_notebook, write_notebook
-from grading.grade.autograde import Row, apply_late, write_gradebook, write_table
+from grading.grade.gradebook import Row, apply_late, write_gradebook, write_table
 from grading.lms.lms import export_grades, mark_entry
 from grading.reports.late import Late
 from grading.reports.marking import Marks, revert_test_edit

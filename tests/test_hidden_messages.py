@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from grading.grade.verdict import StudentError, describe_hidden, exception_of, run_cell, students
+from grading.grade.student_errors import StudentError, describe_hidden, exception_of, students
+from grading.grade.verdict import run_cell
 from grading.sandbox import wire
 
 HIDDEN = "### BEGIN HIDDEN TESTS\nrule()\n### END HIDDEN TESTS"
@@ -675,7 +676,7 @@ def test_a_crash_in_a_hidden_test_fails_it_and_stays_out_of_the_note():
     os._exit on a hidden value put one bit of it there. A crash in a visible test is still named in the note."""
     from types import SimpleNamespace
 
-    from grading.grade.verdict import Remote
+    from grading.grade.remote import Remote
 
     remote = SimpleNamespace(events=[], hidden=True)
     assert isinstance(Remote.event(remote, "the process ended while your elementwise ran"), StudentError)
@@ -690,7 +691,7 @@ def test_a_flag_from_the_students_code_keeps_its_type_and_a_string_or_a_constant
     and a constant the reference rule reads (BCE_EPS, red team round 4) would change what the grader computes."""
     import types
 
-    from grading.grade.verdict import restore_flags, set_flags
+    from grading.grade.remote import restore_flags, set_flags
 
     module = types.SimpleNamespace(_grad_enabled=True, _label="x", _count=3, GELU_SCALE=0.5, NOTICE="on", BCE_EPS=1e-12)
     before = dict(vars(module))

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import cli
 from grading.common.errors import GradingError
-from grading.grade.autograde import Row, apply_late, write_table
+from grading.grade.gradebook import Row, apply_late, write_table
 from grading.reports.late import Policy, assess, make_policy, parse_penalty, parse_time
 
 NOW = parse_time("2026-12-10T12:00+00:00", "test")

@@ -24,7 +24,7 @@ TESTS = {"add_backward": 9.0, "mul_backward": 15.0}  # 24 points of tests, and 3
 
 
 def entry(score, *, late_by_hours=None, fraction=0.0, manual=3.0):
-    "A gradebook entry as autograde writes one (grading.grade.autograde.write_gradebook and late_record)."
+    "A gradebook entry as autograde writes one (grading.grade.gradebook.write_gradebook and late_record)."
     total = score + manual
     penalty = round(total * fraction, 4)
     tests = {
@@ -308,12 +308,12 @@ def test_the_final_score_has_one_definition_in_grading_and_in_every_export(monke
     "Issue 42.3: autograde's Row, the gradebook and the export's new marks all call reports.late.penalised."
     from types import SimpleNamespace
 
-    from grading.grade import autograde
+    from grading.grade import gradebook
     from grading.lms import marked
 
-    row = autograde.Row("ada", A, f"{A}.ipynb", score=20.0, penalty_fraction=0.25)
+    row = gradebook.Row("ada", A, f"{A}.ipynb", score=20.0, penalty_fraction=0.25)
     assert (row.penalty, row.final_score) == (5.0, 15.0)
-    monkeypatch.setattr(autograde, "penalised", lambda total, fraction: (1.0, 42.0))
+    monkeypatch.setattr(gradebook, "penalised", lambda total, fraction: (1.0, 42.0))
     monkeypatch.setattr(marked, "penalised", lambda total, fraction: (1.0, 42.0))
     assert row.final_score == 42.0, "Row has no formula of its own"
     entry = {"score": 20.0, "penalty_fraction": 0.25, "penalty": 5.0, "final_score": 15.0}

@@ -15,7 +15,7 @@ from grading.authoring.release import find_leaks, release, scan_for_solutions
 from grading.cli import written_answers
 from grading.common.errors import GradingError
 from grading.common.notebooks import read_notebook, write_notebook
-from grading.grade.autograde import Row, write_table
+from grading.grade.gradebook import Row, write_table
 from grading.grade.spec import manual_note, manual_points
 from grading.grade.spec import test_cells as autograded_tests
 from grading.lms.lms import export_grades

@@ -3,7 +3,8 @@ export; and a student's folder name never reaches grades.csv as a formula."""
 
 import csv
 
-from grading.grade.autograde import Row, failed_result, write_table
+from grading.grade.autograde import failed_result
+from grading.grade.gradebook import Row, write_table
 from grading.grade.spec import Spec
 from grading.lms import lms
 from grading.lms.entries import Grades

@@ -265,7 +265,7 @@ def test_a_rule_that_rounds_to_float32_is_refused_saying_which_values_were_round
     rounded to float32 (the reference rule run on them)."""
     import tinytorch.core.conv as conv
     from grading.common.errors import Refusal
-    from grading.grade.verdict import refuse_numerical_rule
+    from grading.grade.stand_ins import refuse_numerical_rule
 
     solution = cell_source("12_conv", "c12-007").split("class Conv2dBackward(Function):")[1]
     old = "rows, out_hw = im2col(padded, kh, kw)"

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from grading.grade.outputs import PASSED, Shown
-from grading.grade.verdict import describe, describe_hidden, exception_of, run_cell
+from grading.grade.student_errors import describe, describe_hidden, exception_of
+from grading.grade.verdict import run_cell
 from grading.reports.feedback import NOT_SHOWN, WHY_NOT_SHOWN, publish
 from grading.reports.page import ran_notebook
 from grading.sandbox import wire, worker

@@ -35,7 +35,7 @@ from grading.examples.classroom import (
     make_class,
     spell_leak,
 )
-from grading.grade.autograde import Row
+from grading.grade.gradebook import Row
 from grading.sandbox.sandbox import problem
 
 pytestmark = pytest.mark.slow

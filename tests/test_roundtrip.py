@@ -31,7 +31,7 @@ def test_autograde_exits_zero_and_writes_one_row_per_student_and_notebook(graded
 
 def test_the_demo_check_finds_nothing_wrong_with_alice_and_bob(graded):
     from grading.cli import demo_mismatches
-    from grading.grade.autograde import Row
+    from grading.grade.gradebook import Row
 
     _, rows, _ = graded
     table = [

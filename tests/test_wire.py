@@ -10,7 +10,8 @@ import pytest
 
 import tinytorch  # noqa: F401  (Tensor as patched by enable_autograd)
 from grading.common.notebooks import REPO, read_notebook
-from grading.grade import verdict
+from grading.grade import remote
+from grading.grade.targets import exercise_targets
 from grading.sandbox import sandbox, wire
 from tinytorch.core.tensor import Tensor
 
@@ -125,7 +126,7 @@ def forged(table, values):
     ],
 )
 def test_the_grader_refuses_anything_but_plain_data(table):
-    grader = wire.Session(verdict.resolve_trusted_class)
+    grader = wire.Session(remote.resolve_trusted_class)
     header, arrays = forged(table, {"value": {"r": table[-1][0]}})
     with pytest.raises(wire.WireError):
         grader.receive(header, arrays)
@@ -136,11 +137,11 @@ def test_a_course_class_is_found_where_it_is_defined_and_only_there():
     import tinytorch.core.nn
     import tinytorch.core.tensor
 
-    assert verdict.resolve_trusted_class("tinytorch.core.tensor", "Tensor") is tinytorch.core.tensor.Tensor
-    assert verdict.resolve_trusted_class("tinytorch.core.nn", "Linear") is tinytorch.core.nn.Linear
+    assert remote.resolve_trusted_class("tinytorch.core.tensor", "Tensor") is tinytorch.core.tensor.Tensor
+    assert remote.resolve_trusted_class("tinytorch.core.nn", "Linear") is tinytorch.core.nn.Linear
     for module, qualname in [("tinytorch.core.nn", "Tensor"), ("tinytorch.core.function", "np.ndarray")]:
         with pytest.raises(wire.WireError):
-            verdict.resolve_trusted_class(module, qualname)
+            remote.resolve_trusted_class(module, qualname)
 
 
 def raw_message(header, blob=b""):
@@ -179,7 +180,7 @@ def test_a_malformed_message_is_a_wire_error_that_quotes_none_of_it(header, blob
     ],
 )
 def test_values_the_grader_cannot_decode_are_a_wire_error(values):
-    grader = wire.Session(verdict.resolve_trusted_class)
+    grader = wire.Session(remote.resolve_trusted_class)
     with pytest.raises(wire.WireError) as refused:
         grader.receive({"op": "return", "objects": [], "values": values}, [])
     assert "7165123" not in str(refused.value)
@@ -210,10 +211,10 @@ def test_the_sandbox_starts_from_an_empty_environment_and_new_namespaces(tmp_pat
 
 
 def test_the_exercises_are_the_functions_with_a_solution_region():
-    targets = dict(verdict.exercise_targets(read_notebook(REPO / "notebooks" / "04_elementwise.ipynb")))
+    targets = dict(exercise_targets(read_notebook(REPO / "notebooks" / "04_elementwise.ipynb")))
     assert targets["unbroadcast"] == "function" and targets["AddBackward.apply"] == "method"
     assert "AddBackward.__init__" not in targets
-    assert dict(verdict.exercise_targets(read_notebook(REPO / "notebooks" / "06_autograd.ipynb"))).keys() == {
+    assert dict(exercise_targets(read_notebook(REPO / "notebooks" / "06_autograd.ipynb"))).keys() == {
         "topological_order",
         "accumulate",
         "run_backward",

@@ -436,7 +436,7 @@ return Tensor(g * grad_p), Tensor(g * grad_t)
 # Round 4 too: a class the rule sends back named after a path through the course module's imports to one of NumPy's
 # types, which the grader once looked up there and made with its __new__: that one crashed the grader's process, so
 # the hidden test whose inputs the rule gets wrong became "a fault of the grader" instead of lost points (wren). Only
-# a class defined in the course's module is looked up now (verdict.resolve_trusted_class).
+# a class defined in the course's module is looked up now (remote.resolve_trusted_class).
 CRASH_THE_GRADER_ON_THE_HIDDEN_SHAPE = """class Boom:
     pass
 Boom.__module__ = "tinytorch.core.function"

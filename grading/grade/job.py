@@ -32,8 +32,8 @@ from .clock import Budget, Stopwatch, process_age
 from .limits import die_with_parent
 from .spec import FAULT, Spec, manual_note, manual_points, test_cells
 from .submissions import broken_cells_note, missing_exercises_note
+from .targets import exported_sources
 from .timespent import reported_hours
-from .verdict import exported_sources
 
 # -- 1. The student's package ----------------------------------------------------------------------------------------
 

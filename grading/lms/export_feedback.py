@@ -34,7 +34,7 @@ from nbformat.v4 import new_notebook
 from ..common.errors import GradingError
 from ..common.layout import state_folder
 from ..common.notebooks import course_notebooks, read_notebook, write_atomic
-from ..grade.autograde import feedback_path, kept_notebook, page_path, result_path
+from ..grade.gradebook import feedback_path, kept_notebook, page_path, result_path
 from ..grade.spec import manual_note
 from ..reports.feedback import page_html
 from ..reports.page import PageCache, render, shared_cells

@@ -12,7 +12,7 @@ from .page import render
 
 # -- The feedback page a student reads ------------------------------------------------------------------------------
 
-# A hidden test names an error of the student's code but does not quote it (grading.grade.verdict.describe_hidden);
+# A hidden test names an error of the student's code but does not quote it (grading.grade.student_errors.describe_hidden);
 # the page says why once, not under each test.
 NOT_SHOWN = "its message is not shown"
 WHY_NOT_SHOWN = (

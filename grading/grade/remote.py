@@ -1,0 +1,378 @@
+"""The worker proxy: the grader's end of the sandboxed worker that holds the student's package.
+
+`Worker` is one sandboxed process fed one call at a time over two pipes. `Remote` starts it (again after a crash),
+sends each call's arguments as data (grading.sandbox.wire), runs the grader's functions that the student's code calls
+back, and keeps only the changes a call may make to the grader's objects (grading.grade.ownership). No wait outlasts
+the call's limit or the notebook's time (grading.grade.clock.Budget).
+"""
+
+import os
+import select
+import sys
+import time
+
+import numpy as np
+
+from ..common.errors import GraderFault, Refusal
+from ..sandbox import sandbox, wire
+from .clock import Budget, Stopwatch
+from .ownership import check_changes, may_change, object_paths
+from .student_errors import StudentError, exception_of, students
+
+GRACE = 5  # seconds, beyond the cell timeout, that the grader waits for one call
+
+
+BACKSTOP = 1  # the grader's wall-clock wait for a call, in calls' CPU limits (clock.Budget stretches it under load)
+
+
+CALLBACK_MB = 64  # the most one of the student's calls of a grader's function may make the grader compute on
+
+
+STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start and say hello
+
+
+RESTARTS = 5  # times a crashed or hung worker is started again
+
+
+class CellTimeout(BaseException):
+    "A cell of the grader's ran past its time."
+
+
+class Worker:
+    "One sandboxed worker process with the student's package, fed one call at a time."
+
+    def __init__(self, plan, binds, limits, sandboxed, script, stopwatch):
+        started = time.perf_counter()
+        child_in, self.to_child = os.pipe()
+        self.from_child, child_out = os.pipe()
+        try:
+            self.process = sandbox.start(
+                [sandbox.interpreter(), "-I", script, str(child_in), str(child_out)],
+                binds,
+                pass_fds=(child_in, child_out),
+                sandboxed=sandboxed,
+                **limits,
+            )
+        except OSError as error:
+            raise GraderFault(f"the sandbox could not be started ({error})") from None
+        finally:
+            os.close(child_in)
+            os.close(child_out)
+        self.buffer, self.timeout = b"", plan["cell_timeout"] + GRACE
+        self.send(wire.pack(plan, []))
+        try:
+            hello, _ = self.receive(Budget(STARTUP))
+        except (EOFError, TimeoutError, wire.WireError, OSError):
+            self.close()
+            why = sandbox.diagnose(sandboxed) or "it ended or hung before running any code of the student's"
+            raise GraderFault(f"the grader's Python did not start in the sandbox: {why}") from None
+        said_hello = time.perf_counter()
+        header, _ = self.receive(Budget(BACKSTOP * self.timeout + STARTUP))
+        stopwatch.add("sandbox", said_hello - started)  # bwrap, Python and NumPy
+        stopwatch.add("imports", time.perf_counter() - said_hello)  # the package, the student's module
+        if hello.get("op") != "hello" or header.get("op") != "ready":
+            raise wire.WireError("the worker did not start as it should")
+        self.import_error, self.calls = header.get("error"), 0
+        self.import_printed = header.get("printed")  # what the student's module printed when it was imported
+
+    def send(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.to_child, view) :]
+
+    def receive(self, budget):
+        "The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is spent."
+
+        def read(n):
+            while not self.buffer:
+                ready, _, _ = select.select([self.from_child], [], [], budget.next_wait())
+                if not ready:
+                    if budget.expired():
+                        raise TimeoutError()
+                    continue
+                self.buffer = os.read(self.from_child, 1 << 20)
+                if not self.buffer:
+                    raise EOFError()
+            chunk, self.buffer = self.buffer[:n], self.buffer[n:]
+            return chunk
+
+        return wire.unpack(read)
+
+    def close(self):
+        try:
+            self.send(wire.pack({"op": "end"}, []))
+        except OSError:
+            pass
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        sandbox.stop(self.process)
+
+
+class Remote:
+    """Calls into the student's code, starting (and after a crash, restarting) the worker as needed.
+
+    Two workers, each in a sandbox of its own: one for the cells the feedback page shows, one for the hidden tests
+    (`hidden`: which one calls go to). The first never gets a hidden test's inputs, so nothing it prints or returns
+    for the page can hold one. The module-level flags (wire.flags) travel with every call; what the hidden
+    tests' worker sets them to lasts until the end of its cell (grade_cells puts them back), so it cannot hand a
+    hidden input to the first through them."""
+
+    def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
+        self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
+        self.graded, self.restarts, self.first_import = graded_module, 0, "not started"
+        self.workers, self.hidden = {False: None, True: None}, False
+        self.stopwatch = Stopwatch()
+        self.events, self.fault = [], None
+        self.probed, self.numerical = (
+            set(),
+            {},
+        )  # rules probed (grading.grade.analytic), and {rule: why} of numerical ones
+        self.timed_out = {}  # {function: why}: one that used up its CPU time once is not called again
+        self.budget = None  # the notebook's clock.Budget: no call waits past it (grade_pass sets it)
+        self.printed = None  # the wire.Printed of the cell running now, or None: what the student's code prints is lost
+        self.import_printed = None  # what the first worker's import printed (the page shows it)
+
+    @property
+    def worker(self):
+        return self.workers[self.hidden]
+
+    @worker.setter
+    def worker(self, value):
+        self.workers[self.hidden] = value
+
+    def ensure_worker(self):
+        if self.worker is not None:
+            return self.worker
+        if self.restarts > RESTARTS:
+            raise StudentError(f"not run: your code crashed or hung {self.restarts} times")
+        try:
+            self.worker = Worker(self.plan, self.binds, self.limits, self.sandboxed, self.script, self.stopwatch)
+        except GraderFault as fault:
+            self.fault = fault  # kept: a test cell that catches every exception must not hide it
+            raise
+        except (EOFError, TimeoutError, wire.WireError, OSError):  # it said hello: the student's import failed it
+            self.restarts += 1
+            raise StudentError(
+                "your module did not finish importing (an endless loop, os._exit or a crash at import time)"
+            ) from None
+        if self.first_import == "not started":
+            self.first_import, self.import_printed = self.worker.import_error, self.worker.import_printed
+        return self.worker
+
+    def event(self, message):
+        """A crash or a hang: it fails the test it happened in, and the note names it once, unless it happened in a
+        hidden test: the note is shown at once (Gradescope's output), and whether the code crashed or hung on a
+        hidden input is a bit of it (red team round 6); the hidden test's own result says so where it is shown."""
+        if message not in self.events and not self.hidden:
+            self.events.append(message)
+        return StudentError(message)
+
+    def drop_worker(self):
+        if self.worker is not None:
+            self.worker.close()
+            self.worker, self.restarts = None, self.restarts + 1
+
+    def close(self):
+        for hidden, worker in self.workers.items():
+            if worker is not None:
+                worker.close()
+                self.workers[hidden] = None
+
+    def call(self, qualname, args, kwargs, readonly, named=None, quiet=False):
+        """Call the student's `qualname` on the grader's `args`; `named`: the same arguments by parameter name, for
+        saying which one a call changed (grading.grade.ownership)."""
+        worker = self.ensure_worker()
+        session = wire.Session(resolve_trusted_class)
+        named = named if named is not None else {f"arg{i}": a for i, a in enumerate(args)}
+        worker.calls += 1
+        header = {
+            "op": "call",
+            "module": self.plan["module"],
+            "qualname": qualname,
+            "readonly": readonly,
+            "quiet": quiet,  # NumPy's floating-point warnings off (the probes' infinities are the grader's doing)
+            "globals": wire.flags(self.graded),
+            "call": worker.calls,
+        }
+        try:
+            request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
+        except wire.WireError as error:
+            raise RuntimeError(f"the grader cannot send the arguments of {qualname} to your code: {error}") from None
+        allowed = None if readonly else may_change(qualname, named, session.number_of)  # before any change applies
+        started = time.perf_counter()
+        wait = BACKSTOP * worker.timeout  # the CPU limit comes first; a call that sleeps meets this one
+        left = self.budget.remaining() if self.budget is not None else wait
+        try:
+            worker.send(request)
+            while True:
+                # never past the notebook's time (red team round 6: calls that slept just under the backstop, 12 in
+                # a hidden cell, ran the job past its limit, which is reported as the grader's fault: not graded)
+                reply, arrays = worker.receive(Budget(max(1.0, min(wait, left))))
+                if reply.get("call") != worker.calls or reply.get("op") not in ("return", "raise", "callback"):
+                    raise wire.WireError("a reply out of turn")
+                if reply.get("op") != "callback":
+                    break
+                with self.stopwatch("callbacks"):
+                    # before the grader's code runs
+                    self.accept_changes(qualname, session, reply, named, readonly, allowed)
+                    worker.send(self.run_callback(session, reply, arrays))
+        except TimeoutError:
+            self.drop_worker()
+            if left < wait:
+                raise self.event(f"the time limit for this notebook ran out while your {qualname} ran") from None
+            raise self.event(
+                f"your {qualname} did not finish in time ({BACKSTOP * worker.timeout} s; waiting on something, or an "
+                "endless loop that ignores interrupts?)"
+            ) from None
+        except (EOFError, OSError):
+            self.drop_worker()
+            raise self.event(
+                f"the process ended while your {qualname} ran (os._exit, a crash, or a memory or CPU "
+                "limit); it was started again for the next test"
+            ) from None
+        except wire.WireError as error:
+            self.drop_worker()
+            error = StudentError(f"{qualname} sent back something that is not plain data: {error}")
+            raise students(error, qualname, f"your {qualname} sent back something that is not plain data") from None
+        except BaseException as error:
+            self.drop_worker()  # stopped halfway (the cell's time ran out): the worker's state is unknown
+            if isinstance(error, CellTimeout):
+                self.event(f"your {qualname} did not finish in time (the test's {self.plan['cell_timeout']} s)")
+            raise
+        finally:
+            self.stopwatch.add("student", time.perf_counter() - started)  # (callbacks included: see grading.grade.job)
+        if self.printed is not None:  # what the student's code printed in this call, as text (the page shows it)
+            self.printed.extend(reply.get("printed"))
+        self.accept_changes(qualname, session, reply, named, readonly, allowed)
+        try:
+            values = session.receive(reply, arrays)
+        except wire.WireError as error:
+            error = StudentError(f"{qualname} sent back something the grader cannot check: {error}")
+            raise students(error, qualname, f"your {qualname} sent back something the grader cannot check") from None
+        set_flags(self.graded, reply.get("globals", {}))
+        if reply.get("op") == "raise":
+            raise exception_of(reply, qualname)
+        return values.get("value")
+
+    def accept_changes(self, qualname, session, reply, named, readonly, allowed=None):
+        """Check what a message of the student's code changes of the grader's objects, and keep only what it may:
+        nothing for a rule (read-only), an exercise's own arguments otherwise (grading.grade.ownership). Every message
+        is checked, its reply and the callbacks on the way: a callback's message would change them first."""
+        try:
+            if readonly:
+                changed = changed_inputs(session, reply, named)
+                if changed:
+                    raise Refusal(f"your rule changed {changed} in place: compute a new array instead")
+                reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= wire.WORKER_NUMBERS]
+            elif isinstance(reply.get("objects"), list):
+                where = (session.number_of, wire.WORKER_NUMBERS, allowed, session.objects)
+                calling = reply.get("function") if reply.get("op") == "callback" else None  # a test's function next
+                reply["objects"] = check_changes(qualname, named, reply["objects"], *where, calling=calling)
+        except (TypeError, IndexError, KeyError, AttributeError, RecursionError):
+            error = StudentError(f"{qualname} sent back a malformed object table")
+            raise students(error, qualname, f"your {qualname} sent back a malformed object table") from None
+
+    def run_callback(self, session, reply, arrays):
+        "The worker asks to call one of the grader's functions (a test's lambda, say): run it here, on the data."
+        try:
+            values = session.receive(reply, arrays)
+            function = session.objects.get(reply.get("function"))
+            if not callable(function) or isinstance(function, type):
+                raise wire.WireError("a call of something that is not one of the grader's functions")
+            too_big = request_too_big(values["args"], values["kwargs"])
+            if too_big:
+                raise wire.EXCEPTIONS["ValueError"](
+                    f"your code asked the grader to compute on more than it gives any test ({too_big}; at most "
+                    f"{CALLBACK_MB} MB): call the function with the inputs you were given"
+                )
+            result = function(*values["args"], **values["kwargs"])
+            return session.message({"op": "return"}, {"value": result})
+        except wire.WireError:
+            raise
+        except Exception as error:  # noqa: BLE001  (the test's function failed on the student's data)
+            return session.message(
+                {
+                    "op": "raise",
+                    "type": type(error).__name__ if type(error).__name__ in wire.EXCEPTIONS else "RuntimeError",
+                    "message": str(error)[:2000],
+                },
+                {},
+            )
+
+
+def request_too_big(args, kwargs):
+    """Why a callback's arguments are more than the grader will compute on (None when they are not): their size, or
+    the size of their broadcast together (a (10000, 1) and a (1, 10000) array are 160 KB, and 800 MB added)."""
+    arrays = []
+    for value in [*args, *kwargs.values()]:
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            data = item if isinstance(item, np.ndarray) else getattr(item, "data", None)  # an array, or a Tensor's
+            if isinstance(data, np.ndarray):
+                arrays.append(data)
+    limit = CALLBACK_MB * 2**20
+    held = sum(a.nbytes for a in arrays)
+    if held > limit:
+        return f"its arguments hold {held / 2**20:.0f} MB"
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    except ValueError:
+        return None  # they do not broadcast: the function raises its own error
+    together = 8 * int(np.prod(shape, dtype=np.float64))
+    if together > limit:
+        return f"broadcast together they make {together / 2**20:.0f} MB"
+    return None
+
+
+def changed_inputs(session, reply, named):
+    "What a read-only call changed of the grader's tensors and arrays (a rule must not), named: 'grad_output'."
+    paths = None
+    for entry in reply.get("objects", []):
+        number = entry[0] if isinstance(entry, list) and entry else None
+        value = session.objects.get(number) if isinstance(number, int) and number < wire.WORKER_NUMBERS else None
+        if isinstance(value, np.ndarray) or type(value).__name__ == "Tensor":
+            paths = paths if paths is not None else object_paths(named, session.number_of)
+            where = paths.get(number, "grad_output or a saved tensor")
+            return where.removesuffix(".data").replace("self.saved_tensors", "its saved tensors")
+    return None
+
+
+def resolve_trusted_class(module, qualname):
+    """The class `qualname` defined in the course's module `module` (a Tensor, a rule, a layer), which the grader makes
+    objects of with its `__new__`. Only a class defined there: a path through the module's imports (`np._core…`)
+    once reached NumPy's own types, one of which crashes the grader's process when made that way (red team round 4)."""
+    if not (
+        isinstance(module, str)
+        and isinstance(qualname, str)
+        and module.split(".")[0] == "tinytorch"
+        and module in sys.modules
+    ):
+        raise wire.WireError(f"the class {module}.{qualname} is not one of the course's")
+    value = sys.modules[module]
+    for index, part in enumerate(qualname.split(".")):
+        if not part.isidentifier() or part.startswith("__") or (index and not isinstance(value, type)):
+            raise wire.WireError(f"the class name {qualname!r}")
+        value = vars(value).get(part)  # the module's own names, then a class's own (a class nested in it)
+    if not isinstance(value, type) or value.__module__ != module or value.__qualname__ != qualname:
+        raise wire.WireError(f"{module}.{qualname} is not a class the grader knows")
+    return value
+
+
+def set_flags(module, values):
+    """The student's module-level flags (no_grad's switch in notebook 02, say) as the student's code left them. A flag
+    keeps its type, and a string is never taken (it could carry anything); nor is a constant (a name in capitals:
+    the reference rules and the grader's own messages read them, wire.flags)."""
+    if not isinstance(values, dict):
+        return
+    mine = wire.flags(module)
+    for name, value in values.items():
+        if name in mine and type(value) is type(mine[name]) and not isinstance(value, str) and wire.is_simple(value):
+            setattr(module, name, value)
+
+
+def restore_flags(module, values):
+    "Put the module's flags back as `values` (wire.flags) has them: after a hidden cell, see grade_cells."
+    for name, value in values.items():
+        setattr(module, name, value)
