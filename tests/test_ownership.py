@@ -143,5 +143,8 @@ def test_a_tensors_data_set_and_then_handed_to_a_tests_function_fails_the_call_n
         "copy, so loss_fn computes with params[1] as the test made it"
     )
     assert check_changes("hessian_vector_product", named, moved, number_of, WORKER, None, objects) == []
+    to_a_number = [[2, "o", {"c": {}, "s": {"data": 2.00001, "grad": None}}]]  # 0-d data plus a step: a NumPy float
+    with pytest.raises(Refusal, match=r"set params\[0\]\.data and then called loss_fn"):
+        check_changes("hessian_vector_product", named, to_a_number, number_of, WORKER, None, objects, calling=6)
     same = [[4, "o", {"c": {}, "s": {"data": {"r": 5}, "grad": {"r": WORKER}}}]]  # its grad set, its data as it was
     assert check_changes("hessian_vector_product", named, same, number_of, WORKER, None, objects, calling=6) == []

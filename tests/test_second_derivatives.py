@@ -12,6 +12,7 @@ rule of the engine needs a case in CASES, so a new rule, or a rule whose flag ch
 import numpy as np
 import pytest
 
+from grading.examples.corners import HVP_BY_DIFFERENCES, HVP_SOLUTION
 from tinytorch.core import activations as A
 from tinytorch.core import conv as C
 from tinytorch.core import elementwise as E
@@ -164,23 +165,6 @@ def test_a_rule_computed_with_raw_numpy_refuses_create_graph(rule):
 
 
 # 14's exercise with the visible test's central differences pasted in (issue 44, point 4): it moves each p.data
-HVP_SOLUTION = """    grads = grad(loss_fn(), params, create_graph=True)
-    dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)
-    if not isinstance(dot, Tensor) or not dot.requires_grad:
-        return [Tensor(np.zeros(p.shape)) for p in params]
-    products = grad(dot, params)"""
-HVP_BY_DIFFERENCES = """    def directional_gradient(step):
-        originals = [p.data.copy() for p in params]
-        for p, v in zip(params, vectors):
-            p.data = p.data + step * v
-        gs = grad(loss_fn(), params)
-        for p, original in zip(params, originals):
-            p.data = original
-        return gs
-
-    eps = 1e-5
-    plus, minus = directional_gradient(eps), directional_gradient(-eps)
-    products = [None if a is None else Tensor((a.data - b.data) / (2 * eps)) for a, b in zip(plus, minus)]"""
 HVP_IN_PLACE = HVP_BY_DIFFERENCES.replace("p.data = p.data + step * v", "p.data += step * v").replace(
     "p.data = original", "p.data[...] = original"
 )

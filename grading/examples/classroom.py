@@ -1,8 +1,7 @@
-"""A generated class of 63 submissions: good, partial, broken and cheating notebooks, each with the score it earns.
+"""The generated class: good, partial, broken and cheating notebooks, each with the score it earns.
 
     python -m grading class --out DIR        # release, generate, autograde, and compare with the expected scores
-
-Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules); three hand in 07_activations, three 02_function, one each 01_tensor, 06_autograd, 08_losses, 10_optimizers, 11_training, 13_embedding and 14_higher_order.
+Most students hand in 04_elementwise (24 points: unbroadcast and eight backward rules), the others 01, 02, 06, 07, 08, 10, 11, 12, 13 or 14.
 Every cheat is written so that it *would* earn points against a grader without defences; `expected` is what each
 submission earns when graded as if the cheat were absent. The red-team tests (tests/test_redteam.py) grade this class.
 """
@@ -14,6 +13,7 @@ import nbformat
 
 from ..common.answers import solved
 from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
+from .corners import corner_cases
 
 ELEMENTWISE, ACTIVATIONS, HIGHER_ORDER = "04_elementwise", "07_activations", "14_higher_order"
 FUNCTION, AUTOGRAD, OPTIMIZERS = "02_function", "06_autograd", "10_optimizers"
@@ -917,11 +917,11 @@ def make_class(kit, out, grades=None):
             points_of(EMBEDDING) - points_of(EMBEDDING, {"tied_gradient"}),
             "",
         ),
+        **corner_cases(kit, submission, points_of),  # issue 44: locks on shared files, float32, moved parameters
     }
     expected = {}
     for student, (notebook, nb, score, note) in cases.items():
-        folder = out / student / notebook
-        write_notebook(nb, folder / f"{notebook}.ipynb")
+        write_notebook(nb, out / student / notebook / f"{notebook}.ipynb")
         expected[student] = {"assignment": notebook, "score": score, "max_score": points_of(notebook), "note": note}
     (out / "rosa" / E / "notes.txt").write_text("my notes: the extra file must not bother the grader\n")
     expected.update(broken_files(kit, out))

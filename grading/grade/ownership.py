@@ -191,9 +191,12 @@ def data_set(entry, objects, number_of):
     number, kind, payload = entry
     tensor = objects.get(number)
     state = payload.get("s") if kind == "o" and isinstance(payload, dict) else None
-    if not is_tensor(tensor) or not isinstance(state, dict) or not isinstance(state.get("data"), dict):
+    if not is_tensor(tensor) or not isinstance(state, dict) or "data" not in state:
         return False
-    return state["data"].get("r") != number_of.get(id(vars(tensor).get("data")))
+    current = vars(tensor).get("data")
+    if wire.is_simple(current):
+        return state["data"] != current
+    return state["data"] != {"r": number_of.get(id(current))}  # a number (0-d data + a step) or another array
 
 
 def moved_tensor(qualname, paths, number, calling):

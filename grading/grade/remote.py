@@ -114,11 +114,9 @@ class Worker:
 class Remote:
     """Calls into the student's code, starting (and after a crash, restarting) the worker as needed.
 
-    Two workers, each in a sandbox of its own: one for the cells the feedback page shows, one for the hidden tests
-    (`hidden`: which one calls go to). The first never gets a hidden test's inputs, so nothing it prints or returns
-    for the page can hold one. The module-level flags (wire.flags) travel with every call; what the hidden
-    tests' worker sets them to lasts until the end of its cell (grade_cells puts them back), so it cannot hand a
-    hidden input to the first through them."""
+    One per run of the notebook (grading.grade.verdict.grade_cells): the page's run, whose worker never gets a hidden
+    test's inputs, or the hidden tests' (`hidden`), which starts after the page's has ended. The module-level flags
+    (wire.flags) travel with every call, within its run."""
 
     def __init__(self, plan, binds, limits, sandboxed, script, graded_module):
         self.plan, self.binds, self.limits, self.sandboxed, self.script = plan, binds, limits, sandboxed, script
@@ -370,9 +368,3 @@ def set_flags(module, values):
     for name, value in values.items():
         if name in mine and type(value) is type(mine[name]) and not isinstance(value, str) and wire.is_simple(value):
             setattr(module, name, value)
-
-
-def restore_flags(module, values):
-    "Put the module's flags back as `values` (wire.flags) has them: after a hidden cell, see grade_cells."
-    for name, value in values.items():
-        setattr(module, name, value)

@@ -27,7 +27,7 @@ from ..common.errors import GraderFault, GradingError, Refusal
 from ..common.notebooks import given_cell_name
 from ..sandbox import sandbox, wire
 from . import heldout, outputs, variant
-from .remote import GRACE, CellTimeout, Remote, restore_flags
+from .remote import GRACE, CellTimeout, Remote
 from .stand_ins import install
 from .student_errors import StudentError, describe, describe_hidden, error_name
 from .targets import cell_targets, exercise_targets, exported_sources, is_export, notebook_exercises
@@ -124,23 +124,26 @@ def grade_cells(instructor_nb, restored_nb, spec, package, reference, runner, sa
     package, `reference` the instructor's, `runner` an empty folder of the grader's for the worker's files; a
     `stopwatch` (grading.grade.clock.Stopwatch) gets the seconds of the workers' starts and of the student's calls.
 
-    A hidden test's cell has no outputs, and its calls go to a worker of their own (Remote), so no code of the
-    student's that saw a hidden test's inputs runs for a cell the page shows. In a sandbox of its own each worker
-    has its own /tmp, IPC and network. Without one (the student user: Gradescope's container) both workers would
-    share them, so there the notebook runs twice: first without its hidden cells, for the page and the visible
-    tests; then, after every process of the student user has ended, whole, for the hidden tests only, showing
-    nothing (the visible cells run again, as the hidden ones may need what they set up)."""
-    if sandboxed:
-        return grade_pass(instructor_nb, restored_nb, spec, package, reference, runner, True, budget, stopwatch)
+    The notebook runs twice, each time in a worker (a sandbox) of its own: first without its hidden cells, for the
+    page and the visible tests; then, once that worker and every process of it have ended, up to its last hidden
+    cell, for the hidden tests only, showing nothing (the visible cells run again, as the hidden ones may need what
+    they set up). So no process that has had a hidden input runs before or alongside any code whose output the page
+    shows (a lock on a shared read-only file once carried them across, issue 44), and nothing a hidden call sets
+    (a rule found numerical, a call that timed out, a restart) reaches a visible cell: each run has its own."""
     visible, note, ran = grade_pass(
-        instructor_nb, restored_nb, spec, package, reference, runner, False, budget, stopwatch, hidden_cells=False
+        instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget, stopwatch, hidden_cells=False
     )
+    if not any(HIDDEN in cell["source"] for cell in plan_cells(instructor_nb)):
+        return visible, note, ran
     hidden, hidden_note, _ = grade_pass(
-        instructor_nb, restored_nb, spec, package, reference, runner, False, budget, stopwatch, shown_cells=False
+        instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget, stopwatch, shown_cells=False
     )
     results = {**visible, **{test: hidden[test] for test in hidden if test not in visible}}
     notes = [note] + [part for part in hidden_note.split("; ") if part and part not in note]
     return results, "; ".join(n for n in notes if n), ran
+
+
+HIDDEN = "### BEGIN HIDDEN TESTS"
 
 
 ALLCLOSE = np.allclose
@@ -211,9 +214,10 @@ def grade_pass(
         if shown_cells:
             ran.update(import_outputs(instructor_nb, remote))
         np.allclose = strict_allclose  # while the cells run (put back in the finally below)
-        public = public_source(instructor_nb)
-        for cell in plan_cells(instructor_nb):
-            hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
+        public, cells = public_source(instructor_nb), plan_cells(instructor_nb)
+        last = max((i for i, c in enumerate(cells) if HIDDEN in c["source"]), default=-1)
+        for cell in cells if shown_cells else cells[: last + 1]:  # the hidden tests' run ends with its last one
+            hidden = HIDDEN in cell["source"]
             if hidden and not hidden_cells:
                 continue
             if budget.expired():
@@ -223,12 +227,9 @@ def grade_pass(
             # a solution cell runs the instructor's version here (what it shows is not the student's), a hidden test
             # the hidden inputs: neither shows anything
             shown = None if hidden or cell["kind"] == "solution" or not shown_cells else outputs.Shown()
-            remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden or not shown_cells
-            flags = wire.flags(remote.graded) if hidden and shown_cells else None
+            remote.printed = shown.printed if shown is not None else None
             passed, message = run_cell(cell, namespace, 2 * spec.cell_timeout + GRACE, hidden, shown, public)
-            remote.printed, remote.hidden = None, not shown_cells
-            if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
-                restore_flags(remote.graded, flags)
+            remote.printed = None
             if shown is not None:
                 shown.passed = passed and cell["kind"] == "test"
                 ran[cell["id"]] = shown.outputs()
