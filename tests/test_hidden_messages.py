@@ -799,3 +799,31 @@ def test_the_graders_refusal_is_never_relabelled_or_swallowed_by_a_tests_except(
     }
     passed, message = run_cell(cell, {"rule": rule}, 10, hidden=hidden)
     assert not passed and message == f"ValueError: {said}"
+
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+def test_the_pages_run_ends_before_the_hidden_tests_run_begins_each_with_a_worker_of_its_own(monkeypatch, sandboxed):
+    """Issue 44, point 1: in a sandbox the notebook ran once, the hidden tests' worker alive beside the page's from
+    the first hidden call on, and both shared one Remote (a rule found numerical or a call that timed out in a hidden
+    test changed a later visible one). Now every notebook with hidden tests runs twice, as the student-user fallback
+    did: the page's run whole first (its worker closed at its end), then the hidden tests' run, which shows nothing."""
+    import nbformat
+
+    from grading.grade import verdict
+
+    runs = []
+
+    def one_run(*args, hidden_cells=True, shown_cells=True):
+        runs.append((args[6], hidden_cells, shown_cells))
+        return ({"visible": (True, "")} if shown_cells else {"visible": (False, "x"), "h": (True, "")}), "", {}
+
+    monkeypatch.setattr(verdict, "grade_pass", one_run)
+    test = nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert rule()\n### END HIDDEN TESTS")
+    test.metadata["nbgrader"] = {"grade": True, "grade_id": "h", "points": 1}
+    nb = nbformat.v4.new_notebook(cells=[test])
+    results, _, _ = verdict.grade_cells(nb, nb, None, None, None, None, sandboxed, None)
+    assert runs == [(sandboxed, False, True), (sandboxed, True, False)]
+    assert results == {"visible": (True, ""), "h": (True, "")}, "a visible test's result is the page's run's"
+    runs.clear()
+    verdict.grade_cells(nbformat.v4.new_notebook(), nb, None, None, None, None, sandboxed, None)
+    assert runs == [(sandboxed, False, True)], "no hidden tests: one run"
