@@ -248,6 +248,7 @@ def test_a_function_that_returns_a_gradient_is_judged_as_a_rule_is():
     visible test's numerical_grad line, copied into the exercise, is refused, and the reference itself is not."""
     import pytest
 
+    from grading.common.errors import Refusal
     from grading.grade.stand_ins import EXACT_FUNCTIONS, refuse_numerical_rule
     from tinytorch.core.embedding import tied_weight_grad
     from tinytorch.core.gradcheck import numerical_grad
@@ -257,7 +258,7 @@ def test_a_function_that_returns_a_gradient_is_judged_as_a_rule_is():
     args = (weight, ids, grad_logits)
     assert "tied_weight_grad" in EXACT_FUNCTIONS
     assert refuse_numerical_rule("tied_weight_grad", tied_weight_grad(*args), tied_weight_grad, args, {}) is False
-    with pytest.raises(ValueError, match="tied_weight_grad: the gradient it returned agrees with the exact one only"):
+    with pytest.raises(Refusal, match="tied_weight_grad: the gradient it returned agrees with the exact one only"):
         refuse_numerical_rule("tied_weight_grad", by_differences, tied_weight_grad, args, {})
 
 

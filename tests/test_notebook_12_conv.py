@@ -240,3 +240,50 @@ def test_a_stride_that_is_not_a_whole_number_of_one_or_more_pixels_is_refused_wi
     ):
         conv2d(x, w, None, stride)
     assert conv2d(x, w, None, np.int64(2)).shape == (1, 1, 2, 2), "a NumPy integer is a whole number"
+
+
+@pytest.mark.parametrize("stride", [0, -2, 1.5])
+def test_a_pooling_stride_of_zero_is_refused_not_read_as_the_kernel_size(stride):
+    "MaxPool2d(2, stride=0) pooled with stride 2, and max_pool2d(x, 2, 0) the same: `stride or kernel_size`."
+    from tinytorch.core.conv import AvgPool2d, MaxPool2d, avg_pool2d
+
+    x = Tensor(np.arange(16.0).reshape(1, 1, 4, 4))
+    refused = rf"^pooling needs a stride of 1 or more pixels, a whole number; got stride={stride!r}\.$"
+    for pool in [lambda: max_pool2d(x, 2, stride), lambda: avg_pool2d(x, 2, stride)]:
+        with pytest.raises(ValueError, match=refused):
+            pool()
+    for layer in [MaxPool2d(2, stride=stride), AvgPool2d(2, stride=stride)]:
+        with pytest.raises(ValueError, match=refused):
+            layer(x)
+    assert MaxPool2d(2)(x).shape == (1, 1, 2, 2) and max_pool2d(x, 2, None).shape == (1, 1, 2, 2)
+
+
+def test_a_rule_that_rounds_to_float32_is_refused_saying_which_values_were_rounded():
+    """Issue 44, point 3: a right conv rule that rounds its rows to float32 was told "a step's result has another
+    shape" (the checker's `except` caught the grader's refusal). The refusal is a Refusal, which no test's `except
+    (ValueError, IndexError)` catches, and it says what was measured: the gradient is exact for the saved tensors
+    rounded to float32 (the reference rule run on them)."""
+    import tinytorch.core.conv as conv
+    from grading.common.errors import Refusal
+    from grading.grade.stand_ins import refuse_numerical_rule
+
+    solution = cell_source("12_conv", "c12-007").split("class Conv2dBackward(Function):")[1]
+    old = "rows, out_hw = im2col(padded, kh, kw)"
+    assert old in solution
+    space = dict(vars(conv))
+    exec("class Rounding(Function):" + solution.replace(old, old + "; rows = rows.astype(np.float32)"), space)
+    rng = np.random.default_rng(1)
+    rule = Conv2dBackward(*(Tensor(rng.normal(size=s)) for s in [(2, 3, 5, 5), (4, 3, 3, 3), (4,)]))
+    g = Tensor(rng.normal(size=(2, 4, 3, 3)))
+    value = space["Rounding"].apply(rule, g)
+    assert np.allclose(value[1].data, Conv2dBackward.apply(rule, g)[1].data, rtol=1e-6), "right to float32's digits"
+    with pytest.raises(Refusal) as refused:
+        refuse_numerical_rule("Conv2dBackward.apply", value, Conv2dBackward.apply, (rule, g), {})
+    assert not isinstance(refused.value, Exception), "a test's except Exception would catch it"
+    assert str(refused.value).startswith(
+        "Conv2dBackward: the gradient of input 1 is the exact one computed from its saved tensors rounded to float32 "
+        "(it agrees with that to about 1e-16, and with the exact one only to "
+    )
+    exact = Conv2dBackward.apply(rule, g)
+    assert refuse_numerical_rule("Conv2dBackward.apply", exact, Conv2dBackward.apply, (rule, g), {}) is False
+    assert "*Rounding to float32 inside the rule*" in cell_source("12_conv", "c12-006")  # the exercise's text

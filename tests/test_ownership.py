@@ -4,6 +4,7 @@ declares; an array of anything else changed in place fails the call naming it, a
 import numpy as np
 import pytest
 
+from grading.common.errors import Refusal
 from grading.grade.ownership import MAY_CHANGE, check_changes, object_paths
 
 WORKER = 1 << 40
@@ -25,7 +26,7 @@ def test_an_input_array_changed_in_place_fails_the_call_and_names_the_argument()
     a, b = Tensor([1.0, 2.0]), Tensor([3.0, 4.0])
     number_of = numbered(a, a.data, b, b.data)
     table = [[4, "a", 0], [WORKER, "a", 1]]  # b.data changed; a new array of the worker's
-    with pytest.raises(ValueError, match=r"your matmul changed b\.data in place"):
+    with pytest.raises(Refusal, match=r"your matmul changed b\.data in place"):
         check_changes("matmul", {"a": a, "b": b}, table, number_of, WORKER)
 
 
@@ -58,10 +59,10 @@ def test_a_gradient_changed_in_place_in_the_backward_walk_is_told_to_store_a_new
     was given in place', with nothing on where the walk changes one (x + x hands one grad_output to both inputs)."""
     root, seed = Tensor([1.0]), np.ones(1)
     number_of = numbered(root, root.data, seed)
-    with pytest.raises(ValueError, match=r"your run_backward changed .* in place") as raised:
+    with pytest.raises(Refusal, match=r"your run_backward changed .* in place") as raised:
         check_changes("run_backward", {"root": root, "grad_output": seed}, [[3, "a", 0]], number_of, WORKER)
     assert "accumulate stores the sum as a new array, not grads[key].data += grad.data" in str(raised.value)
-    with pytest.raises(ValueError) as plain:
+    with pytest.raises(Refusal) as plain:
         check_changes("matmul", {"a": root, "b": Tensor([2.0])}, [[2, "a", 0]], number_of, WORKER)
     assert "accumulate" not in str(plain.value)
 
@@ -89,7 +90,7 @@ def test_the_objects_a_call_may_change_are_those_its_arguments_reach_when_it_beg
     assert check_changes("run_backward", {"root": root}, middle_grad, number_of, WORKER, allowed=allowed) == middle_grad
     assert check_changes("run_backward", {"root": root}, middle_grad, number_of, WORKER) == []  # taken too late
     root._grad_fn.saved_tensors = (expected,)  # the worker links the test's data into the graph: still not allowed
-    with pytest.raises(ValueError, match="in place"):
+    with pytest.raises(Refusal, match="in place"):
         check_changes("run_backward", {"root": root}, [[7, "a", 0]], number_of, WORKER, allowed=allowed)
 
 
@@ -114,7 +115,7 @@ def test_run_backward_may_store_gradients_on_its_graph_but_never_change_a_tensor
     named = {"root": root}
     allowed = may_change("run_backward", named, number_of)
     assert {1, 2, 3, 4, 5} <= allowed
-    with pytest.raises(ValueError, match=r"changed root\._grad_fn\.saved_tensors\[0\]\.data in place"):
+    with pytest.raises(Refusal, match=r"changed root\._grad_fn\.saved_tensors\[0\]\.data in place"):
         check_changes("run_backward", named, [[4, "a", 0]], number_of, WORKER, allowed=allowed, objects=objects)
     zeros = {"c": {}, "s": {"data": {"r": WORKER}, "grad": {"r": WORKER + 1}, "requires_grad": False}}
     (kept,) = check_changes(
@@ -126,3 +127,28 @@ def test_run_backward_may_store_gradients_on_its_graph_but_never_change_a_tensor
         check_changes("run_backward", named, released, number_of, WORKER, allowed=allowed, objects=objects) == released
     )
     assert check_changes("train_epoch", {"model": leaf}, [[4, "a", 0]], number_of, WORKER, objects=objects)  # its job
+
+
+def test_a_tensors_data_set_and_then_handed_to_a_tests_function_fails_the_call_naming_both():
+    """Issue 44, point 4: 14's visible test holds a central-difference H·v that a student can paste; it moves each
+    p.data and calls loss_fn, which when graded computes with the parameters unmoved (a write stays in the student's
+    copy), and the test then said "H·v is zero: was the first grad called with create_graph=True?". The callback
+    is refused, naming what happened. A reply that sets it (no function of the test's runs on it) is not read back."""
+    params, loss_fn = [Tensor([1.0, 2.0]), Tensor([3.0])], lambda: None
+    number_of = numbered(params, params[0], params[0].data, params[1], params[1].data, loss_fn)
+    objects = {number: value for value, number in ((params[0], 2), (params[1], 4))}
+    moved = [[4, "o", {"c": {}, "s": {"data": {"r": WORKER}, "grad": None}}]]  # params[1].data = a new array
+    named = {"loss_fn": loss_fn, "params": params, "vectors": []}
+    with pytest.raises(Refusal) as refused:
+        check_changes("hessian_vector_product", named, moved, number_of, WORKER, objects=objects, calling=6)
+    assert str(refused.value).startswith(
+        "your hessian_vector_product set params[1].data and then called loss_fn, a function the test gave it. A "
+        "function graded here may change only what its exercise says; its writes to anything else stay in its own "
+        "copy, so loss_fn computes with params[1] as the test made it"
+    )
+    assert check_changes("hessian_vector_product", named, moved, number_of, WORKER, objects=objects) == []
+    to_a_number = [[2, "o", {"c": {}, "s": {"data": 2.00001, "grad": None}}]]  # 0-d data plus a step: a NumPy float
+    with pytest.raises(Refusal, match=r"set params\[0\]\.data and then called loss_fn"):
+        check_changes("hessian_vector_product", named, to_a_number, number_of, WORKER, objects=objects, calling=6)
+    same = [[4, "o", {"c": {}, "s": {"data": {"r": 5}, "grad": {"r": WORKER}}}]]  # its grad set, its data as it was
+    assert check_changes("hessian_vector_product", named, same, number_of, WORKER, objects=objects, calling=6) == []

@@ -134,9 +134,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_63_submissions_of_every_kind(graded_class):
+def test_the_class_has_66_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 63 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 66 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -455,3 +455,39 @@ def test_the_verdict_is_the_graders_whatever_the_worker_says(graded_class):
     assert tests["add_backward"]["score"] == 1
     axel = book["axel"][ELEMENTWISE]
     assert axel["score"] == 0 and "did not finish importing" in axel["note"], "a forged reply ends the worker"
+
+
+def gradebook_entry(graded_class, student, notebook):
+    return json.loads((graded_class["root"] / "grades" / "gradebook.json").read_text())[student][notebook]
+
+
+def test_a_hidden_input_cannot_reach_the_page_through_locks_on_shared_files(graded_class):
+    """Issue 44, point 1: lou's MulBackward holds flock locks on NumPy's files that spell its first saved value, bit
+    by bit, and her NegBackward reads them in a visible test and prints what they hold. The hidden tests' worker ran
+    alongside the page's and the page showed a hidden input. Now the page's run has ended before the hidden tests'
+    begins, and no sandbox may lock a file (grading.sandbox.seccomp): she earns what her honest work earns."""
+    import re
+
+    check(graded_class, "lou")
+    page = (graded_class["root"] / "grades" / "feedback" / "lou" / f"{ELEMENTWISE}.html").read_text()
+    assert "LOCKS none" in page, "the attack did not run"
+    assert not re.search(r"LOCKS -?[0-9]", page)
+
+
+def test_a_float32_conv_rule_is_refused_saying_what_was_measured_not_a_shape_mistake(graded_class):
+    "Issue 44, point 3: 12's checker caught the refusal of flo's float32 rows and called it a shape mistake."
+    check(graded_class, "flo")
+    tests = gradebook_entry(graded_class, "flo", "12_conv")["tests"]
+    for test in ("conv2d_backward", "conv2d_backward_weight_hidden", "conv2d_backward_input_hidden"):
+        assert "rounded to float32" in tests[test]["message"] and "another shape" not in tests[test]["message"], test
+
+
+def test_central_differences_pasted_into_the_hvp_fail_when_graded_with_the_words_they_fail_with_at_home(graded_class):
+    """Issue 44, point 4: paz pasted 14's visible central differences; they passed at home and failed when graded,
+    blamed on create_graph. Now both fail, in the same words (tests/test_second_derivatives.py runs them at home)."""
+    from grading.grade.ownership import moved_tensor
+
+    check(graded_class, "paz")
+    tests = gradebook_entry(graded_class, "paz", "14_higher_order")["tests"]
+    said = "ValueError: " + moved_tensor("hessian_vector_product", {1: "params[0]", 2: "loss_fn"}, 1, 2)
+    assert tests["second_derivative"]["message"] == said and tests["hvp_mlp"]["message"] == said

@@ -12,6 +12,7 @@ rule of the engine needs a case in CASES, so a new rule, or a rule whose flag ch
 import numpy as np
 import pytest
 
+from grading.examples.corners import HVP_BY_DIFFERENCES, HVP_SOLUTION
 from tinytorch.core import activations as A
 from tinytorch.core import attention as T
 from tinytorch.core import conv as C
@@ -168,3 +169,42 @@ def test_a_rule_computed_with_raw_numpy_refuses_create_graph(rule):
     xs = [Tensor(make(rng), requires_grad=True) for make in makers]
     with pytest.raises(RuntimeError, match="cannot be differentiated again"):
         grad(forward(*xs).sum(), xs, create_graph=True)
+
+
+# 14's exercise with the visible test's central differences pasted in (issue 44, point 4): it moves each p.data
+HVP_IN_PLACE = HVP_BY_DIFFERENCES.replace("p.data = p.data + step * v", "p.data += step * v").replace(
+    "p.data = original", "p.data[...] = original"
+)
+
+
+@pytest.mark.slow  # runs notebook 14's cells
+@pytest.mark.parametrize("test", ["second_derivative", "hvp_mlp"])
+@pytest.mark.parametrize("pasted", [HVP_BY_DIFFERENCES, HVP_IN_PLACE], ids=["set", "in place"])
+def test_central_differences_pasted_into_the_hvp_fail_at_home_with_the_graders_words(test, pasted):
+    """Issue 44, point 4: pasted into the exercise, 14's visible central differences passed both visible tests at home
+    and got 0/6 when graded, blamed on create_graph: when graded, the student's writes to p.data stay in its copy and
+    loss_fn computes at the unmoved parameters. The visible tests' loss_fn now fails as the grader does, in its words
+    (grading.grade.ownership: moved_tensor for a new array, check_changes for a change in place)."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from grading.grade.ownership import moved_tensor
+
+    script = REPO / "tests" / "failure_messages.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "14_higher_order", test, HVP_SOLUTION, pasted],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    message = json.loads(result.stdout.splitlines()[-1])
+    if pasted == HVP_BY_DIFFERENCES:
+        graded = moved_tensor("hessian_vector_product", {1: "params[0]", 2: "loss_fn"}, 1, 2)
+    else:
+        graded = "your hessian_vector_product changed params[0].data in place; the tests compute the expected answer "
+        graded += "from the data they give you, so a function may change only what its exercise says: compute a new "
+        graded += "array instead"
+    assert message == f"ValueError: {graded}"

@@ -206,7 +206,8 @@ def test_the_sandbox_starts_from_an_empty_environment_and_new_namespaces(tmp_pat
     assert not binds, "nothing outside is writable from inside"
     assert str(tmp_path) not in argv, "the student's package is copied in, not bound: its path outside never shows"
     copied = [argv[i + 2] for i, a in enumerate(argv) if a == "--file"]
-    assert copied == ["/student/tinytorch/ops.py"] and len(fds) == 1
+    assert copied == ["/student/tinytorch/ops.py"] and len(fds) == 2  # the file, and the seccomp filter's
+    assert argv[argv.index("--seccomp") + 1] == str(fds[0]), "no locks on the files every sandbox shares"
     assert argv[argv.index("--remount-ro") + 1] == "/" and argv.index("--remount-ro") > argv.index("--file")
 
 

@@ -19,6 +19,7 @@ import nbformat
 from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
 from . import attacks as a
 from . import cheats as c
+from . import corners as k
 from .edits import (
     Answer,
     between,
@@ -39,7 +40,7 @@ from .edits import (
 ELEMENTWISE, ACTIVATIONS, HIGHER_ORDER = "04_elementwise", "07_activations", "14_higher_order"
 FUNCTION, AUTOGRAD, OPTIMIZERS = "02_function", "06_autograd", "10_optimizers"
 TENSOR, TRAINING, EMBEDDING = "01_tensor", "11_training", "13_embedding"
-LOSSES, GRADCHECK = "08_losses", "03_gradcheck"
+LOSSES, GRADCHECK, CONV = "08_losses", "03_gradcheck", "12_conv"
 NEEDS_SANDBOX = {"ivan", "judy", "kate", "fay", "gus", "hal", "iris"}  # stopped by the sandbox (bubblewrap) only
 
 
@@ -281,6 +282,10 @@ CASES = [
     Case("yan", TENSOR, body_replaced(*c.ELEMENTWISE_BY_COMPARE), losing("tensor_elementwise")),
     Case("abe", TRAINING, body_replaced(*c.ACCURACY_BY_MEASURE), losing("accuracy"), "RecursionError"),
     Case("xia", EMBEDDING, body_replaced(*c.TIED_BY_DIFFERENCES), losing("tied_gradient")),
+    # issue 44: a hidden input spelled in locks on shared files, a float32 conv rule, 14's central differences pasted
+    Case("lou", E, k.locks_on_shared_files),
+    Case("flo", CONV, k.float32_rows, losing(*k.FLOAT32_LOSES)),
+    Case("paz", HIGHER_ORDER, k.hvp_by_differences, NOTHING),
 ]
 
 

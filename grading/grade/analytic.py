@@ -123,10 +123,19 @@ def numerical_gaps(student_values: object, reference_values: object, grad_output
     return found
 
 
-def message(rule: str, gaps: list[tuple[int, float]], is_rule: bool = True) -> str:
-    "Why a rule (or, not `is_rule`, a function that returns a gradient) is refused as numerical."
+def message(rule: str, gaps: list[tuple[int, float]], is_rule: bool = True, rounded: str | None = None) -> str:
+    """Why a rule (or, not `is_rule`, a function that returns a gradient) is refused as numerical; `rounded`: what
+    float32_rounding found the gradient exact for, if anything."""
     index, gap = max(gaps, key=lambda pair: pair[1])
     what = f"the gradient of input {index}" if is_rule else "the gradient it returned"
+    if rounded is not None:
+        return (
+            f"{rule}: {what} is the exact one computed from {rounded} rounded to float32 (it agrees with that to "
+            f"about 1e-16, and with the exact one only to {gap:.0e}, relative): a value was rounded to float32 inside "
+            "the rule (an .astype(np.float32), an array made float32), and float32 keeps about 7 digits. The grader "
+            "accepts a float64 gradient only as exact as its formula (1e-12), as it refuses finite differences: keep "
+            "the dtype of grad_output and the saved tensors all the way through."
+        )
     rounded = f" {ROUNDED}" if gap >= FLOAT32_ROUNDING else ""
     return (
         f"{rule}: {what} agrees with the exact one only to {gap:.0e} (relative, in half of its elements or more), "
@@ -139,6 +148,72 @@ ROUNDED = (
     "So does a formula computed with a value rounded to float32 on the way (an .astype(np.float32), an array made "
     "float32): keep the dtype of grad_output and the saved tensors."
 )
+
+
+def float32_rounding(
+    student_values: object, gaps: list[tuple[int, float]], reference: Callable, args: tuple, kwargs: dict
+) -> str | None:
+    """What the student's numerical-looking gradients (`gaps`, of numerical_gaps) are exact for, once rounded to
+    float32: 'its saved tensors', 'grad_output', 'its inputs' (both), or 'the exact gradient' itself; None when no
+    rounding explains them (finite differences, say). Measured by running the `reference` on the rounded values."""
+    if max(gap for _, gap in gaps) < FLOAT32_ROUNDING:
+        return None
+    student_values = _as_tuple(student_values)
+    for what, rounded_args in _float32_roundings(args):
+        try:
+            with np.errstate(all="ignore"):
+                expected = _as_tuple(reference(*rounded_args, **kwargs))
+        except Exception:  # noqa: BLE001  (the reference refuses the rounded values: that rounding explains nothing)
+            continue
+        if what == "the exact gradient":
+            expected = tuple(_to_float32(value) for value in expected)
+        if len(expected) == len(student_values) and all(
+            _exact(student_values[index], expected[index]) for index, _ in gaps
+        ):
+            return what
+    return None
+
+
+def _float32_roundings(args: tuple) -> list[tuple[str, tuple]]:
+    "[(what was rounded, the arguments with it rounded)]; a rule's saved tensors are its first argument's."
+    first, rest = (args[0], args[1:]) if args and hasattr(args[0], "saved_tensors") else (None, args)
+    saved = (_with_saved_rounded(first),) if first is not None else tuple(_to_float32(a) for a in rest)
+    rounded_rest = tuple(_to_float32(a) for a in rest)
+    if first is None:
+        return [("its inputs", saved), ("the exact gradient", args)]
+    return [
+        ("its saved tensors", (*saved, *rest)),
+        ("grad_output", (first, *rounded_rest)),
+        ("its saved tensors and grad_output", (*saved, *rounded_rest)),
+        ("the exact gradient", args),
+    ]
+
+
+def _with_saved_rounded(function: object) -> object:
+    copied = copy.copy(function)
+    copied.saved_tensors = tuple(_to_float32(t) for t in getattr(function, "saved_tensors", ()))
+    return copied
+
+
+def _to_float32(value: object) -> object:
+    "A float64 array, or a Tensor of one, with its values rounded to float32 (still float64); anything else as it is."
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float32).astype(np.float64) if value.dtype == np.float64 else value
+    data = getattr(value, "data", None)
+    if isinstance(data, np.ndarray) and data.dtype == np.float64:
+        copied = copy.copy(value)
+        copied.data = data.astype(np.float32).astype(np.float64)
+        return copied
+    return value
+
+
+def _exact(mine: object, theirs: object) -> bool:
+    "Whether a gradient agrees with another to rounding error (FORMULA), in most of its elements (typical_gap)."
+    mine, theirs = as_float64(mine), as_float64(theirs)
+    if mine is None or theirs is None or mine.shape != theirs.shape:
+        return False
+    gap = typical_gap(mine, theirs, None)
+    return gap is not None and gap <= FORMULA
 
 
 ADVICE = (

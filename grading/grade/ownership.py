@@ -11,7 +11,9 @@ inputs passes `matmul(a, b) == a.data @ b.data`. So every call's changes to the 
 * an array of anything else changed in place fails the call, with a message that names the argument (`b.data`,
   `X`, `params[0].data`);
 * any other change to anything else (an attribute set, a list appended to) is not read back: the grader's object
-  stays as the test made it, as if the student had been handed a copy.
+  stays as the test made it, as if the student had been handed a copy; but a tensor's data set to another array and
+  then handed back to a function of the test's (a callback: 14's loss_fn at moved parameters, finite differences)
+  fails the call, since that function computes with the tensor unmoved (issue 44).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..common.errors import Refusal
 from ..sandbox import wire
 
 MAY_CHANGE = {  # every other exercise may change nothing it is given (a backward rule, Linear.forward, matmul)
@@ -170,10 +173,13 @@ def check_changes(
     *,
     allowed: set[int] | None = None,
     objects: dict[int, object] | None = None,
+    calling: str | None = None,
 ) -> list[list]:
-    """The object table of a reply, less the changes this call may not make; raises ValueError, naming the argument,
+    """The object table of a reply, less the changes this call may not make; raises Refusal, naming the argument,
     when the call changed an array it was not allowed to change. `allowed`: may_change() taken when the call began
-    (taken now if not given). `objects`: {wire number: the grader's object}, for KEEPS."""
+    (taken now if not given). `objects`: {wire number: the grader's object}, for KEEPS. `calling`: the wire number of
+    the test's function a callback asks for (None for a reply): then a tensor's data set to another array is refused
+    (moved_tensor)."""
     changes = [entry for entry in table if entry[0] < first_worker_number]
     if not changes:
         return table
@@ -185,10 +191,39 @@ def check_changes(
     arrays = [entry[0] for entry in refused if entry[1] == "a"]
     if arrays:
         where = object_paths(named, number_of).get(arrays[0], "an array it was given")
-        raise ValueError(
+        raise Refusal(
             f"your {qualname} changed {where} in place; the tests compute the expected answer from the data they "
             "give you, so a function may change only what its exercise says: compute a new array instead"
             + IN_PLACE_HINTS.get(qualname.rsplit(".", 1)[-1], "")
         )
+    moved = [entry[0] for entry in refused if calling is not None and data_set(entry, objects or {}, number_of)]
+    if moved:
+        raise Refusal(moved_tensor(qualname, object_paths(named, number_of), moved[0], calling))
     kept = {entry[0] for entry in refused}
     return [entry for entry in table if entry[0] not in kept]
+
+
+def data_set(entry: list, objects: dict[int, object], number_of: dict[int, int]) -> bool:
+    "Whether an entry of a reply's object table sets a grader's tensor's data to another array than it has."
+    number, kind, payload = entry
+    tensor = objects.get(number)
+    state = payload.get("s") if kind == "o" and isinstance(payload, dict) else None
+    if not is_tensor(tensor) or not isinstance(state, dict) or "data" not in state:
+        return False
+    current = vars(tensor).get("data")
+    if wire.is_simple(current):
+        return state["data"] != current
+    return state["data"] != {"r": number_of.get(id(current))}  # a number (0-d data + a step) or another array
+
+
+def moved_tensor(qualname: str, paths: dict[int, str], number: int, calling: int | None) -> str:
+    """Why a call that set a tensor's data and then called a function of the test's fails: 14's notebook checks its
+    visible tests' loss_fn with the same words (tests/test_second_derivatives.py holds them to these)."""
+    tensor, function = paths.get(number, "a tensor it was given"), paths.get(calling, "a function of the test's")
+    return (
+        f"your {qualname} set {tensor}.data and then called {function}, a function the test gave it. A function graded "
+        "here may change only what its exercise says; its writes to anything else stay in its own copy, so "
+        f"{function} computes with {tensor} as the test made it, and evaluating it at moved values, as finite "
+        "differences do, computes nothing. Compute the result from the arguments as they are, with the engine's "
+        "derivatives (grad, backward)."
+    )

@@ -19,7 +19,7 @@ from types import ModuleType
 
 import numpy as np
 
-from ..common.errors import GraderFault
+from ..common.errors import GraderFault, Refusal
 from ..sandbox import sandbox, wire
 from .clock import Budget, Stopwatch
 from .ownership import check_changes, may_change, object_paths
@@ -134,11 +134,9 @@ class Worker:
 class Remote:
     """Calls into the student's code, starting (and after a crash, restarting) the worker as needed.
 
-    Two workers, each in a sandbox of its own: one for the cells the feedback page shows, one for the hidden tests
-    (`hidden`: which one calls go to). The first never gets a hidden test's inputs, so nothing it prints or returns
-    for the page can hold one. The module-level flags (wire.flags) travel with every call; what the hidden
-    tests' worker sets them to lasts until the end of its cell (grade_cells puts them back), so it cannot hand a
-    hidden input to the first through them."""
+    One per run of the notebook (grading.grade.verdict.grade_cells): the page's run, whose worker never gets a hidden
+    test's inputs, or the hidden tests' (`hidden`), which starts after the page's has ended. The module-level flags
+    (wire.flags) travel with every call, within its run."""
 
     def __init__(self, setup: WorkerSetup, graded_module: ModuleType) -> None:
         self.setup, self.plan = setup, setup.plan
@@ -302,11 +300,10 @@ class Remote:
             if call.readonly:
                 changed = changed_inputs(session, reply, named)
                 if changed:
-                    raise wire.EXCEPTIONS["ValueError"](
-                        f"your rule changed {changed} in place: compute a new array instead"
-                    )
+                    raise Refusal(f"your rule changed {changed} in place: compute a new array instead")
                 reply["objects"] = [e for e in reply.get("objects", []) if e[0] >= wire.WORKER_NUMBERS]
             elif isinstance(reply.get("objects"), list):
+                calling = reply.get("function") if reply.get("op") == "callback" else None  # a test's function next
                 reply["objects"] = check_changes(
                     qualname,
                     named,
@@ -315,6 +312,7 @@ class Remote:
                     wire.WORKER_NUMBERS,
                     allowed=call.allowed,
                     objects=session.objects,
+                    calling=calling,
                 )
         except (TypeError, IndexError, KeyError, AttributeError, RecursionError):
             error = StudentError(f"{qualname} sent back a malformed object table")
@@ -415,9 +413,3 @@ def set_flags(module: ModuleType, values: object) -> None:
     for name, value in values.items():
         if name in mine and type(value) is type(mine[name]) and not isinstance(value, str) and wire.is_simple(value):
             setattr(module, name, value)
-
-
-def restore_flags(module: ModuleType, values: dict[str, object]) -> None:
-    "Put the module's flags back as `values` (wire.flags) has them: after a hidden cell, see grade_cells."
-    for name, value in values.items():
-        setattr(module, name, value)

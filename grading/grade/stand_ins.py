@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..sandbox import wire
+from ..common.errors import Refusal
 from . import analytic
 from .ownership import named_arguments, signature_of
 from .student_errors import StudentError, students, timed_out_text
@@ -47,7 +47,7 @@ def install(space: ModuleType | dict[str, object], targets: list[tuple[str, str]
             **kwargs: object,
         ) -> object:
             if _qualname in remote.numerical:  # a probe showed a numerical rule: every call of it fails
-                raise wire.EXCEPTIONS["ValueError"](remote.numerical[_qualname])
+                raise Refusal(remote.numerical[_qualname])
             if _qualname in remote.timed_out:  # once is enough: every later call would use up its minutes again
                 raise students(StudentError(remote.timed_out[_qualname]), _qualname, remote.timed_out[_qualname])
             named = named_arguments(_signature, args, kwargs)
@@ -89,13 +89,14 @@ def refuse_numerical_rule(
         return False  # the reference does not take these arguments: the test's own comparison decides
     if emptied:  # close to anything for np.allclose
         index, shape = emptied[0]
-        raise wire.EXCEPTIONS["ValueError"](
+        raise Refusal(
             f"your {qualname.removesuffix('.apply')} returned an empty gradient for input {index}, whose gradient has "
             f"shape {shape}: a gradient has its input's shape"
         )
     if gaps:
         rule = qualname.removesuffix(".apply")
-        raise wire.EXCEPTIONS["ValueError"](analytic.message(rule, gaps, is_rule=qualname.endswith(".apply")))
+        rounded = analytic.float32_rounding(value, gaps, reference, args, kwargs)
+        raise Refusal(analytic.message(rule, gaps, is_rule=qualname.endswith(".apply"), rounded=rounded))
     return exact
 
 
@@ -129,6 +130,6 @@ def probe_linear_rule(
         if gaps:
             remote.probed.add(qualname)
             remote.numerical[qualname] = analytic.probe_message(rule, gaps, what)
-            raise wire.EXCEPTIONS["ValueError"](remote.numerical[qualname])
+            raise Refusal(remote.numerical[qualname])
     if conclusive:  # else nothing to compare (every gradient negligible): the next call is probed
         remote.probed.add(qualname)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 
+from ..common.errors import Refusal
 from ..reports.feedback import NOT_SHOWN
 from ..sandbox import wire
 
@@ -130,10 +131,10 @@ def notes_of(error: BaseException) -> list[str]:
 
 def error_name(error: BaseException) -> str:
     "The name the page gives an error: a student's error its own kind, never a class of the grader's."
-    return error.kind if isinstance(error, StudentError) else type(error).__name__
+    return error.kind if isinstance(error, StudentError | Refusal) else type(error).__name__
 
 
 def describe(error: BaseException) -> str:
-    text = str(error) if isinstance(error, StudentError) else f"{type(error).__name__}: {error}"
+    text = str(error) if isinstance(error, StudentError) else f"{error_name(error)}: {error}"
     text += "".join(f" ({note})" for note in notes_of(error) if note.removeprefix("in the case ") not in text)
     return text if len(text) < 2000 else text[:2000] + " ..."

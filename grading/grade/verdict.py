@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Never
 
 import numpy as np
 
-from ..common.errors import GraderFault, GradingError
+from ..common.errors import GraderFault, GradingError, Refusal
 from ..common.notebooks import given_cell_name
 from ..sandbox import sandbox, wire
 from . import heldout, outputs, variant
 from .clock import Budget, Stopwatch
-from .remote import GRACE, CellTimeout, Remote, WorkerSetup, restore_flags
+from .remote import GRACE, CellTimeout, Remote, WorkerSetup
 from .spec import Spec
 from .stand_ins import install
 from .student_errors import StudentError, describe, describe_hidden, error_name
@@ -102,7 +102,7 @@ def run_cell(
         return failed(shown, "Timeout", f"the test ran out of time: it took longer than {timeout} s")
     except GraderFault:
         raise  # not the student's: the whole submission is not graded
-    except Exception as error:  # noqa: BLE001  (a failing test; an error from the student's code)
+    except (Exception, Refusal) as error:  # noqa: BLE001  (a failing test; an error from the student's code)
         if hidden:
             return failed(shown, error_name(error), describe_hidden(error, cell["source"] + "\n" + public))
         return failed(shown, error_name(error), describe(error))
@@ -169,20 +169,23 @@ def grade_cells(
     package, `reference` the instructor's, `runner` an empty folder of the grader's for the worker's files; a
     `stopwatch` (grading.grade.clock.Stopwatch) gets the seconds of the workers' starts and of the student's calls.
 
-    A hidden test's cell has no outputs, and its calls go to a worker of their own (Remote), so no code of the
-    student's that saw a hidden test's inputs runs for a cell the page shows. In a sandbox of its own each worker
-    has its own /tmp, IPC and network. Without one (the student user: Gradescope's container) both workers would
-    share them, so there the notebook runs twice: first without its hidden cells, for the page and the visible
-    tests; then, after every process of the student user has ended, whole, for the hidden tests only, showing
-    nothing (the visible cells run again, as the hidden ones may need what they set up)."""
+    The notebook runs twice, each time in a worker (a sandbox) of its own: first without its hidden cells, for the
+    page and the visible tests; then, once that worker and every process of it have ended, up to its last hidden
+    cell, for the hidden tests only, showing nothing (the visible cells run again, as the hidden ones may need what
+    they set up). So no process that has had a hidden input runs before or alongside any code whose output the page
+    shows (a lock on a shared read-only file once carried them across, issue 44), and nothing a hidden call sets
+    (a rule found numerical, a call that timed out, a restart) reaches a visible cell: each run has its own."""
     grading = Grading(instructor_nb, restored_nb, spec, package, reference, runner, sandboxed, budget, stopwatch)
-    if sandboxed:
-        return grade_pass(grading)
     visible, note, ran = grade_pass(grading, hidden_cells=False)
+    if not any(HIDDEN in cell["source"] for cell in plan_cells(instructor_nb)):
+        return visible, note, ran
     hidden, hidden_note, _ = grade_pass(grading, shown_cells=False)
     results = {**visible, **{test: hidden[test] for test in hidden if test not in visible}}
     notes = [note] + [part for part in hidden_note.split("; ") if part and part not in note]
     return results, "; ".join(n for n in notes if n), ran
+
+
+HIDDEN = "### BEGIN HIDDEN TESTS"
 
 
 ALLCLOSE = np.allclose
@@ -218,12 +221,9 @@ class Pass:
         # a solution cell runs the instructor's version here (what it shows is not the student's), a hidden test
         # the hidden inputs: neither shows anything
         shown = None if hidden or cell["kind"] == "solution" or not self.shown_cells else outputs.Shown()
-        remote.printed, remote.hidden = (shown.printed if shown is not None else None), hidden or not self.shown_cells
-        flags = wire.flags(remote.graded) if hidden and self.shown_cells else None
+        remote.printed = shown.printed if shown is not None else None
         passed, message = run_cell(cell, self.namespace, self.cell_timeout, hidden, shown, self.public)
-        remote.printed, remote.hidden = None, not self.shown_cells
-        if flags is not None:  # the flags as the page's worker left them: nothing the hidden one set carries over
-            restore_flags(remote.graded, flags)
+        remote.printed = None
         if shown is not None:
             shown.passed = passed and cell["kind"] == "test"
             self.ran[cell["id"]] = shown.outputs()
@@ -264,9 +264,10 @@ def grade_pass(
         if shown_cells:
             found.ran.update(import_outputs(grading.instructor_nb, remote))
         np.allclose = strict_allclose  # while the cells run (put back in the finally below)
-        found.public = public_source(grading.instructor_nb)
-        for cell in plan_cells(grading.instructor_nb):
-            hidden = "### BEGIN HIDDEN TESTS" in cell["source"]
+        found.public, cells = public_source(grading.instructor_nb), plan_cells(grading.instructor_nb)
+        last = max((i for i, c in enumerate(cells) if HIDDEN in c["source"]), default=-1)
+        for cell in cells if shown_cells else cells[: last + 1]:  # the hidden tests' run ends with its last one
+            hidden = HIDDEN in cell["source"]
             if hidden and not hidden_cells:
                 continue
             if budget.expired():

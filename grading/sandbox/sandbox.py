@@ -43,7 +43,7 @@ from pathlib import Path, PurePosixPath
 from ..common.defaults import MEMORY_MB
 from ..common.environment import ONE_BLAS_THREAD
 from ..common.errors import GradingError
-from . import cgroup
+from . import cgroup, seccomp
 
 HOME = "/home/student"
 SANDBOX_UID = 65534  # the student's user id inside (nobody); it maps to the grader's own id outside
@@ -248,7 +248,8 @@ def command(
 ) -> list:
     """The bwrap command line that runs `argv` in a fresh sandbox. `binds` is [(path outside, path inside)]: each is
     copied into the sandbox's root, which is then made read-only; `fds` collects the descriptors the copies read
-    (needed when there are binds). `env` is added to a clean environment."""
+    (needed when there are binds), and the seccomp filter's (grading.sandbox.seccomp): without a list, as for the
+    grader's own check that bwrap runs, there is none. `env` is added to a clean environment."""
     if binds and fds is None:
         raise ValueError("command(): binds are copied in through file descriptors; pass a list as fds")
     args = [
@@ -267,6 +268,10 @@ def command(
         "--cap-drop",
         "ALL",
     ]
+    filter_fd = seccomp.program_fd() if fds is not None else None
+    if filter_fd is not None:  # no locks, leases or watches on the files every sandbox shares
+        fds.append(filter_fd)
+        args += ["--seccomp", str(filter_fd)]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]

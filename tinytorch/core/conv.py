@@ -132,6 +132,8 @@ def window(x, k, stride=None):
     "The k×k windows of x (N, C, H, W) every `stride` pixels (default k: side by side), flattened: (N, C, H', W', k·k)."
     if x.shape[2] < k or x.shape[3] < k:
         raise ValueError(f"pooling with kernel {k} needs at least {k}×{k} pixels; got {x.shape[2]}×{x.shape[3]}.")
+    if stride is not None:
+        _check_stride("pooling", stride)
     s = stride or k
     windows = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::s, ::s]
     return windows.reshape(windows.shape[:4] + (k * k,))
@@ -229,7 +231,7 @@ class MaxPool2d(Module):
     "The maximum of each kernel_size × kernel_size window, every `stride` pixels (default kernel_size)."
 
     def __init__(self, kernel_size=2, stride=None):
-        self.kernel_size, self.stride = kernel_size, stride or kernel_size
+        self.kernel_size, self.stride = kernel_size, kernel_size if stride is None else stride
 
     def forward(self, x):
         return max_pool2d(x, self.kernel_size, self.stride)
@@ -243,7 +245,7 @@ class AvgPool2d(Module):
     "The mean of each kernel_size × kernel_size window, every `stride` pixels (default kernel_size)."
 
     def __init__(self, kernel_size=2, stride=None):
-        self.kernel_size, self.stride = kernel_size, stride or kernel_size
+        self.kernel_size, self.stride = kernel_size, kernel_size if stride is None else stride
 
     def forward(self, x):
         return avg_pool2d(x, self.kernel_size, self.stride)
