@@ -495,6 +495,7 @@ F32_RULES = [
     (C.MaxPool2dBackward, lambda x: C.window(x, 2).max(axis=-1), [(2, 3, 4, 6)], {}),
     (M.EmbeddingBackward, lambda w, ids: w[ids], [(5, 3)], {"ids": np.array([[1, 1], [4, 1]])}),
     (E.MaskedFillBackward, lambda a, mask: np.where(mask, 7.0, a), [(2, 2)], {"mask": np.eye(2, dtype=bool)}),
+    (E.CastBackward, lambda a: a, [(2, 3)], {}),
     (R.MeanBackward, np.mean, [(2, 3)], {"axis": 0, "keepdims": False}),
     (A.TanhBackward, np.tanh, [(3, 4)], {}),
     (A.GELUBackward, lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))), [(3, 4)], {}),

@@ -2,8 +2,9 @@
 
 # %% auto #0
 __all__ = ['TRACKED', 'NOTICE', 'add', 'sub', 'mul', 'div', 'matmul', 'neg', 'power', 'exp', 'log', 'reduce_sum', 'reduce_mean',
-           'reshape', 'transpose', 'index', 'masked_fill', 'backward', 'grad', 'zero_grad', 'detach', 'requires_grad_',
-           'retain_grad', 'enable_autograd', 'inputs_of', 'topological_order', 'accumulate', 'run_backward']
+           'reshape', 'transpose', 'index', 'masked_fill', 'to', 'backward', 'grad', 'zero_grad', 'detach',
+           'requires_grad_', 'retain_grad', 'enable_autograd', 'inputs_of', 'topological_order', 'accumulate',
+           'run_backward']
 
 # %% ../../notebooks/06_autograd.ipynb #c06-002
 import warnings
@@ -13,6 +14,7 @@ import numpy as np
 
 from tinytorch.core.elementwise import (
     AddBackward,
+    CastBackward,
     DivBackward,
     ExpBackward,
     LogBackward,
@@ -31,7 +33,7 @@ from tinytorch.core.reductions import (
     SumBackward,
     TransposeBackward,
 )
-from .tensor import Tensor, as_mask, transpose_axes
+from .tensor import Tensor, as_mask, get_default_dtype, transpose_axes
 
 # %% ../../notebooks/06_autograd.ipynb #c06-004
 _PLAIN = {}  # the plain Tensor methods of notebook 01, captured once, before patching
@@ -113,13 +115,18 @@ def masked_fill(a: Tensor, mask, value: float) -> Tensor:
     return attach(_PLAIN["masked_fill"](a, mask, value), MaskedFillBackward, a, mask=mask)
 
 
+def to(a: Tensor, dtype) -> Tensor:
+    out = _PLAIN["to"](a, dtype)
+    return out if out is a else attach(out, CastBackward, a)  # the same dtype: the tensor itself, as in PyTorch
+
+
 def _init(self, data, dtype=None, requires_grad=False):
     if dtype is None and type(data) is np.ndarray:  # what the plain __init__ would keep: the array itself
         self.data = data  # every operation's result comes this way: one call less per operation
     else:
         _PLAIN["__init__"](self, data, dtype)
     if requires_grad and not np.issubdtype(self.data.dtype, np.floating):
-        self.data = self.data.astype(np.float64)  # gradients need floating point numbers
+        self.data = self.data.astype(get_default_dtype())  # gradients need floating point numbers
     self.requires_grad = requires_grad
     self._grad = None  # read and written through the property .grad (below)
     self._grad_fn = None
@@ -150,6 +157,7 @@ TRACKED = {
     "transpose": transpose,
     "__getitem__": index,
     "masked_fill": masked_fill,
+    "to": to,
 }
 
 # %% ../../notebooks/06_autograd.ipynb #c06-010
@@ -194,11 +202,10 @@ def _own(grad, stored):
 
 def _store_if_retained(function, grad):
     """If the result `function` produced called retain_grad(), add its complete gradient to its `.grad`, as for a leaf;
-    if grad() asked for that result, add the gradient to the list grad() left on the rule (`_asked`): a part of the
-    graph, where the gradient reaches grad() also when run_backward runs elsewhere (the grader's sandbox)."""
-    asked = vars(function).get("_asked")
-    if asked is not None:
-        asked.append(grad)
+    if grad() asked for that result, add the gradient to the list grad() left on the rule (`asked_grads`): a part of
+    the graph, where the gradient reaches grad() also when run_backward runs elsewhere (the grader's sandbox)."""
+    if function.asked_grads is not None:
+        function.asked_grads.append(grad)
     retained = function.retained_output  # a weak reference: the rule does not keep its result alive
     tensor = retained() if retained is not None else None
     if tensor is not None and _keep_retained:
@@ -224,7 +231,10 @@ def _call_rule(function, grad, create_graph):
     if type(grads) is tuple and len(grads) == len(saved):  # the usual answer, checked in one pass without calls
         for tensor, g in zip(saved, grads):
             if g is not None and (
-                type(g) is not Tensor or type(tensor) is not Tensor or g.data.shape != tensor.data.shape
+                type(g) is not Tensor
+                or type(tensor) is not Tensor
+                or g.data.shape != tensor.data.shape
+                or (g.data.dtype != tensor.data.dtype and tensor.requires_grad)
             ):
                 break  # something to convert or to report: the checks below say what
         else:
@@ -246,6 +256,8 @@ def _call_rule(function, grad, create_graph):
                 f"{tensor.shape}. A gradient has its input's shape: where the input was broadcast, sum over the "
                 "broadcast axes with unbroadcast; otherwise find the step of the rule that gives this shape."
             )
+        if g is not None and getattr(tensor, "requires_grad", False) and g.dtype != tensor.dtype:
+            g = g.to(tensor.dtype)  # a gradient has its input's dtype: float32 stays float32 next to a float64 constant
         checked.append(g)
     return checked
 
@@ -271,15 +283,15 @@ def grad(
     global _keep_retained
     made = [t for t in inputs if t._grad_fn is not None]  # intermediate results: their rule is handed their gradient
     for t in made:
-        t._grad_fn._asked = []  # _store_if_retained adds the gradient of t here
+        t._grad_fn.asked_grads = []  # _store_if_retained adds the gradient of t here
     _keep_retained = False
     try:
         found = {id(leaf): g for leaf, g in run_backward(output, grad_output, retain_graph, create_graph)}
-        found.update((id(t), (t._grad_fn._asked or [None])[0]) for t in made)
+        found.update((id(t), (t._grad_fn.asked_grads or [None])[0]) for t in made)
     finally:
         _keep_retained = True
         for t in made:
-            vars(t._grad_fn).pop("_asked", None)
+            t._grad_fn.asked_grads = None
     return [found.get(id(t)) for t in inputs]
 
 

@@ -2,7 +2,7 @@
 
 # %% auto #0
 __all__ = ['unbroadcast', 'AddBackward', 'SubBackward', 'MulBackward', 'DivBackward', 'NegBackward', 'PowBackward', 'ExpBackward',
-           'LogBackward', 'MaskedFillBackward']
+           'LogBackward', 'MaskedFillBackward', 'CastBackward']
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-002
 import numpy as np
@@ -124,3 +124,11 @@ class MaskedFillBackward(Function):
 
     def apply(self, grad_output):
         return (grad_output.masked_fill(self.mask, 0.0),)
+
+# %% ../../notebooks/04_elementwise.ipynb #c04-cast
+class CastBackward(Function):
+    "out = x.to(dtype):  grad_x = g in x's dtype"
+
+    def apply(self, grad_output):
+        (x,) = self.saved_tensors
+        return (grad_output.to(x.dtype),)
