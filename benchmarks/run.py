@@ -1,20 +1,23 @@
 """Benchmarks: tinytorch against the code people would write instead, measured side by side in one run.
 
-    python benchmarks/run.py              # everything (4 minutes on a quiet 2-core machine)
-    python benchmarks/run.py mlp ops      # only some: mlp, ops, conv, memory, grading, folder
+    python benchmarks/run.py                       # everything (6 minutes on a quiet 2-core machine)
+    python benchmarks/run.py engines --mlsys PATH  # only some: engines, mlp, ops, conv, memory, grading, folder
 
 Each comparison runs its contenders in alternation, several rounds, and reports the median time of each, so that a
 noisy neighbour slows all of them alike. Ratios are tinytorch's time divided by the other's. PyTorch (CPU) columns
-appear when torch is installed; the course does not need it.
+appear when torch is installed; the course does not need it. `engines` (issue 45's comparison) runs each engine in a
+process of its own instead: benchmarks/engines.py.
 """
 
 import argparse
 import gc
+import json
 import os
 import platform
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -270,7 +273,91 @@ def bench_conv(rows):
     rows.append(row(label, t, "naive loops", 1 / 50))
 
 
-# 4. Memory over 10,000 steps -----------------------------------------------------------------------------------------
+# 4. The engines users would pick instead, each in a process of its own (benchmarks/engines.py) -------------------------
+
+ENGINES = {  # name in the table: (engine, dtype) as benchmarks/engines.py takes them
+    "NumPy f64": ("numpy", "float64"),
+    "NumPy f32": ("numpy", "float32"),
+    "tinytorch f64": ("tinytorch", "float64"),
+    "tinytorch f32": ("tinytorch", "float32"),
+    "PyTorch f64": ("torch", "float64"),
+    "PyTorch f32": ("torch", "float32"),
+    "MLSysBook f32": ("mlsys", "float32"),
+}
+WORKLOAD_NAMES = {
+    "mlp_digits": "MLP step 64-128-10, batch 64",
+    "mlp_mnist": "MLP step 784-256-10, batch 128",
+    "ops_float": "per op, 8×8, y = y * 0.9999 + 0.001 ×100, fwd+bwd",
+    "ops_tensor": "per op, the same with tensor constants",
+    "cnn": "CNN step, batch 32 of 1×8×8, 16 filters 3×3, ReLU, max-pool 2, linear",
+}
+FIRST_LOSS_RTOL = 1e-6  # every engine starts from the same weights: its first loss must agree to ~7 digits
+
+
+def engine_round(names, mlsys):
+    "One round: each engine in a fresh process, one after another; {name: its JSON line}."
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}  # see docs
+    script, results = str(Path(__file__).resolve().parent / "engines.py"), {}
+    for name in names:
+        command = [sys.executable, script, *ENGINES[name]] + (["--mlsys", str(mlsys)] if mlsys else [])
+        ran = subprocess.run(command, capture_output=True, text=True, env=env)
+        if ran.returncode != 0:
+            raise SystemExit(f"{name} failed:\n{ran.stderr[-2000:]}")
+        results[name] = json.loads(ran.stdout.strip().splitlines()[-1])
+    return results
+
+
+def peers_present(mlsys):
+    "The engines that can run here, and a line for each peer that cannot."
+    names, missing = list(ENGINES), []
+    if torch is None:
+        names = [n for n in names if not n.startswith("PyTorch")]
+        missing.append("PyTorch is not installed: its columns are left out (pip install torch)")
+    if mlsys is None or not (Path(mlsys) / "tinytorch" / "core" / "autograd.py").is_file():
+        names.remove("MLSysBook f32")
+        missing.append("MLSysBook's TinyTorch not given (--mlsys PATH, a folder holding its exported tinytorch/)")
+    return names, missing
+
+
+def engine_targets(workload, t):
+    "(what, ratio, limit) for each of issue 45's targets that the engines present allow."
+    targets = []
+    for ours, peer in (("f32", "PyTorch f32"), ("f32", "MLSysBook f32"), ("f64", "PyTorch f64")):
+        if peer in t:
+            targets.append((f"tinytorch {ours} / {peer}", t[f"tinytorch {ours}"] / t[peer], 1.0))
+    if workload.startswith("ops"):
+        targets += [(f"tinytorch {d} per op, µs", t[f"tinytorch {d}"] * 1e6, 3.0) for d in ("f64", "f32")]
+    if workload in ("mlp_mnist", "cnn"):
+        targets += [(f"tinytorch {d} / NumPy {d}", t[f"tinytorch {d}"] / t[f"NumPy {d}"], 1.3) for d in ("f64", "f32")]
+    return targets
+
+
+def bench_engines(rows, rounds=3, mlsys=None):
+    """Issue 45's table: every engine in a process of its own, one thread, in `rounds` rounds; each engine's time per
+    workload is the median over rounds of its lower quartile of steps (benchmarks/engines.py)."""
+    names, missing = peers_present(mlsys)
+    for line in missing:
+        print(line)
+    runs = [engine_round(names, mlsys) for _ in range(rounds)]
+    print(f"BLAS kernel of the engines' processes: {runs[0]['NumPy f64']['blas']}")
+    for workload, label in WORKLOAD_NAMES.items():
+        t = {name: statistics.median(run[name][workload]["seconds"] for run in runs) for name in names}
+        firsts = [runs[0][name][workload]["first"] for name in names]
+        if not np.allclose(firsts, firsts[0], rtol=FIRST_LOSS_RTOL if "ops" not in workload else 1e-5):
+            print(f"{label}: the engines' first results differ ({firsts}): they do not compute the same thing")
+        targets = engine_targets(workload, t)
+        rows.append(
+            (
+                label,
+                ", ".join(f"{name} {fmt(seconds)}" for name, seconds in t.items()),
+                "; ".join(f"{what} {ratio:.2f}" for what, ratio, _ in targets),
+                "; ".join(f"< {limit:g}" if limit == 1.0 else f"≤ {limit:g}" for _, _, limit in targets),
+                "met" if all(r < lim if lim == 1.0 else r <= lim for _, r, lim in targets) else "MISSED",
+            )
+        )
+
+
+# 5. Memory over 10,000 steps -----------------------------------------------------------------------------------------
 
 
 def peak_rss_mb():
@@ -300,7 +387,7 @@ def bench_memory(rows, steps=10_000):
     )
 
 
-# 5. Autograding throughput -------------------------------------------------------------------------------------------
+# 6. Autograding throughput -------------------------------------------------------------------------------------------
 
 
 PARTS = ("start", "package", "sandbox", "imports", "student_code", "verdict", "page")  # grading.grade.job.record_times
@@ -490,6 +577,7 @@ def fmt(seconds):
 
 
 BENCHES = {
+    "engines": bench_engines,
     "mlp": bench_mlp,
     "ops": bench_ops,
     "conv": bench_conv,
@@ -502,6 +590,10 @@ BENCHES = {
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", nargs="*", help=f"benchmarks to run: {', '.join(BENCHES)} (default: all)")
+    parser.add_argument(
+        "--mlsys", type=Path, help="engines: a folder holding MLSysBook TinyTorch's exported tinytorch/"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="engines: rounds of one process per engine (default 3)")
     args = parser.parse_args(argv)
     unknown = [name for name in args.which if name not in BENCHES]
     if unknown:
@@ -514,7 +606,10 @@ def main(argv=None):
     )
     rows = []
     for name in args.which or BENCHES:
-        BENCHES[name](rows)
+        if name == "engines":
+            bench_engines(rows, args.rounds, args.mlsys)
+        else:
+            BENCHES[name](rows)
     print()
     print("| benchmark | measured | ratio | target | |")
     print("|---|---|---|---|---|")

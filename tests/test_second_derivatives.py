@@ -65,6 +65,11 @@ CASES = {
     E.ExpBackward: [([normal(2, 3)], lambda a: a.exp())],
     E.LogBackward: [([positive(2, 3)], lambda a: a.log())],
     E.MaskedFillBackward: [([normal(2, 3)], lambda a: a.masked_fill(MASK, 0.5))],
+    # a Python number next to a tensor has rules of its own; a cast (to a dtype that holds float64 exactly) too
+    E.AddNumberBackward: [([normal(2, 3)], lambda a: (a + 1.5) * a), ([normal(3)], lambda a: (a - 0.5) * a)],
+    E.MulNumberBackward: [([normal(2, 3)], lambda a: (a * 0.5) * a), ([normal(3)], lambda a: (2.0 * a) * a)],
+    E.DivNumberBackward: [([normal(2, 3)], lambda a: (a / 4.0) * a)],
+    E.CastBackward: [([normal(2, 3)], lambda a: a.to(np.longdouble).to(np.float64) * a)],
     R.ScatterAddBackward: [([normal(4, 2)], lambda v: R.scatter_add(v, INDEX, (3, 2)))],
     R.MatmulBackward: [
         ([normal(2, 3), normal(3, 4)], lambda a, b: a @ b),

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .function import Function, attach
-from .nn import Module
+from .nn import Module, parameter
 from .tensor import Tensor
 
 # %% ../../notebooks/12_conv.ipynb #c12-005
@@ -159,7 +159,7 @@ def max_pool2d(x, kernel_size=2, stride=None):
     x = Tensor._lift(x)
     windows = window(x.data, kernel_size, stride)
     argmax = windows.argmax(axis=-1)
-    out = np.take_along_axis(windows, argmax[..., None], axis=-1)[..., 0]
+    out = windows.max(axis=-1)  # the values at argmax, without an array of indices to gather them
     return attach(Tensor(out), MaxPool2dBackward, x, kernel_size=kernel_size, stride=stride, argmax=argmax)
 
 
@@ -208,15 +208,15 @@ class AvgPool2dBackward(Function):
 class Conv2d(Module):
     "A 2-D convolution layer, as torch.nn.Conv2d: out_channels kernels of kernel_size (k or (kh, kw)) each."
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, seed=None):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, seed=None, dtype=None):
         kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, (int, np.integer)) else kernel_size
         if padding == "same" and stride != 1:
             raise ValueError("padding='same' needs stride=1, as in PyTorch; give a strided Conv2d a number of pixels.")
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (kh, kw)
         self.stride, self.padding = stride, padding
         rng, bound = np.random.default_rng(seed), 1 / np.sqrt(in_channels * kh * kw)
-        self.weight = Tensor(rng.uniform(-bound, bound, (out_channels, in_channels, kh, kw)), requires_grad=True)
-        self.bias = Tensor(rng.uniform(-bound, bound, out_channels), requires_grad=True) if bias else None
+        self.weight = parameter(rng.uniform(-bound, bound, (out_channels, in_channels, kh, kw)), dtype)
+        self.bias = parameter(rng.uniform(-bound, bound, out_channels), dtype) if bias else None
 
     def forward(self, x):
         return conv2d(x, self.weight, self.bias, self.stride, self.padding)

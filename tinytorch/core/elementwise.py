@@ -2,7 +2,8 @@
 
 # %% auto #0
 __all__ = ['unbroadcast', 'AddBackward', 'SubBackward', 'MulBackward', 'DivBackward', 'NegBackward', 'PowBackward', 'ExpBackward',
-           'LogBackward', 'MaskedFillBackward']
+           'LogBackward', 'MaskedFillBackward', 'CastBackward', 'AddNumberBackward', 'MulNumberBackward',
+           'DivNumberBackward']
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-002
 import numpy as np
@@ -13,7 +14,7 @@ from .tensor import Tensor
 # %% ../../notebooks/04_elementwise.ipynb #c04-004
 def unbroadcast(grad, shape):
     "Sum `grad` back to `shape`, undoing NumPy broadcasting."
-    if grad.shape == tuple(shape):  # nothing was broadcast, the common case: nothing to sum
+    if grad.data.shape == shape or grad.shape == tuple(shape):  # nothing was broadcast, the common case
         return grad
     ### BEGIN SOLUTION
     extra = grad.ndim - len(shape)
@@ -124,3 +125,40 @@ class MaskedFillBackward(Function):
 
     def apply(self, grad_output):
         return (grad_output.masked_fill(self.mask, 0.0),)
+
+# %% ../../notebooks/04_elementwise.ipynb #c04-cast
+class CastBackward(Function):
+    "out = x.to(dtype):  grad_x = g in x's dtype"
+
+    def apply(self, grad_output):
+        (x,) = self.saved_tensors
+        return (grad_output.to(x.dtype),)
+
+# %% ../../notebooks/04_elementwise.ipynb #c04-number
+class AddNumberBackward(Function):
+    "out = a + c or a - c for a Python number c:  grad_a = g"
+
+    def apply(self, grad_output):
+        return (grad_output,)
+
+
+class MulNumberBackward(Function):
+    "out = a * c for a Python number c:  grad_a = g · c"
+
+    def __init__(self, a, number):
+        super().__init__(a)
+        self.number = number
+
+    def apply(self, grad_output):
+        return (grad_output * self.number,)
+
+
+class DivNumberBackward(Function):
+    "out = a / c for a Python number c:  grad_a = g / c"
+
+    def __init__(self, a, number):
+        super().__init__(a)
+        self.number = number
+
+    def apply(self, grad_output):
+        return (grad_output / self.number,)

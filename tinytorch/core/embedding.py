@@ -7,7 +7,7 @@ __all__ = ['embedding', 'EmbeddingBackward', 'Embedding', 'sparse_rows', 'sparse
 import numpy as np
 
 from .function import Function, attach
-from .nn import Module
+from .nn import Module, parameter
 from .reductions import scatter_add
 from .tensor import Tensor
 
@@ -46,9 +46,9 @@ class EmbeddingBackward(Function):
 class Embedding(Module):
     "A learnable table of `num_embeddings` vectors of size `dim`."
 
-    def __init__(self, num_embeddings, dim, seed=None):
+    def __init__(self, num_embeddings, dim, seed=None, dtype=None):
         rng = np.random.default_rng(seed)
-        self.weight = Tensor(rng.normal(size=(num_embeddings, dim)), requires_grad=True)
+        self.weight = parameter(rng.normal(size=(num_embeddings, dim)), dtype)
 
     def forward(self, ids):
         return embedding(self.weight, ids)

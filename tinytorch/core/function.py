@@ -16,6 +16,7 @@ class Function:
 
     twice_differentiable = True  # False for rules computed with raw NumPy (see notebook 14)
     retained_output = None  # set by retain_grad() in notebook 06: a weak reference to the result it made
+    asked_grads = None  # set by grad() in notebook 06: a list it reads the gradient of the result it asked for from
 
     def __init__(self, *tensors: Tensor) -> None:
         ### BEGIN SOLUTION

@@ -9,7 +9,7 @@ __all__ = ['normalise', 'batch_norm_values', 'batch_norm', 'BatchNormBackward', 
 import numpy as np
 
 from .function import Function, attach
-from .nn import Module
+from .nn import Module, parameter
 from .tensor import Tensor
 
 # %% ../../notebooks/17_norm.ipynb #c17-005
@@ -75,10 +75,9 @@ def set_training(model, training):
 class BatchNorm1d(Module):
     "Batch normalisation of (batch, features) inputs, with running statistics for evaluation."
 
-    def __init__(self, features, eps=1e-5, momentum=0.1):
-        self.gamma = Tensor(np.ones(features), requires_grad=True)
-        self.beta = Tensor(np.zeros(features), requires_grad=True)
-        self.running_mean, self.running_var = np.zeros(features), np.ones(features)
+    def __init__(self, features, eps=1e-5, momentum=0.1, dtype=None):
+        self.gamma, self.beta = parameter(np.ones(features), dtype), parameter(np.zeros(features), dtype)
+        self.running_mean, self.running_var = np.zeros(features, self.gamma.dtype), np.ones(features, self.gamma.dtype)
         self.eps, self.momentum, self.training = eps, momentum, True
 
     def forward(self, x):
@@ -140,9 +139,8 @@ class LayerNormBackward(Function):
 class LayerNorm(Module):
     "Layer normalisation over the last axis, of size `features`: the same in training and in evaluation."
 
-    def __init__(self, features, eps=1e-5):
-        self.gamma = Tensor(np.ones(features), requires_grad=True)
-        self.beta = Tensor(np.zeros(features), requires_grad=True)
+    def __init__(self, features, eps=1e-5, dtype=None):
+        self.gamma, self.beta = parameter(np.ones(features), dtype), parameter(np.zeros(features), dtype)
         self.eps = eps
 
     def forward(self, x):
