@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 FORMULA = 1e-12  # relative agreement that rounding alone explains, with room for another order of operations
+ROUNDING_ROOM = 1e3  # where the reference's own rounding is larger (rounding_scale), a formula may be this much further
 NEAR = 1e-2  # up to this far from the reference but not within FORMULA: numerical (the tests accept up to ~1e-3)
 NEGLIGIBLE = 1e-8  # gradients this small next to grad_output are cancellation noise, compared by no one
 SMALL = 1e-3  # an element this much smaller than the largest has its gap measured against SMALL × the largest
@@ -197,14 +198,42 @@ def _with_saved_rounded(function: object) -> object:
 
 def _to_float32(value: object) -> object:
     "A float64 array, or a Tensor of one, with its values rounded to float32 (still float64); anything else as it is."
+    return _cast(value, lambda array: array.astype(np.float32).astype(np.float64))
+
+
+def _cast(value: object, change: Callable) -> object:
+    "A float64 array, or a Tensor of one, with `change` applied to its array (a copy); anything else as it is."
     if isinstance(value, np.ndarray):
-        return value.astype(np.float32).astype(np.float64) if value.dtype == np.float64 else value
+        return change(value) if value.dtype == np.float64 else value
     data = getattr(value, "data", None)
     if isinstance(data, np.ndarray) and data.dtype == np.float64:
         copied = copy.copy(value)
-        copied.data = data.astype(np.float32).astype(np.float64)
+        copied.data = change(data)
         return copied
     return value
+
+
+def rounding_scale(expected: object, reference: Callable, args: tuple, kwargs: dict) -> float:
+    """How far the reference's own float64 gradient at these inputs is from the same formula in extended precision
+    (typical_gap): about 1e-16 where the formula is well conditioned; far more where the exact gradient is a
+    cancellation of much larger terms (batch norm over a batch of two, whose normalised output is ±1 whatever x is),
+    and there every formula's rounding is that large. 0.0 when the reference does not compute in long double."""
+    extended = lambda value: _cast(value, lambda array: array.astype(np.longdouble))  # noqa: E731
+    first, rest = (args[0], args[1:]) if args and hasattr(args[0], "saved_tensors") else (None, args)
+    if first is not None:
+        first = copy.copy(first)
+        first.saved_tensors = tuple(extended(t) for t in getattr(args[0], "saved_tensors", ()))
+    try:
+        with np.errstate(all="ignore"):
+            precise = _as_tuple(reference(*((first,) if first is not None else ()), *map(extended, rest), **kwargs))
+    except Exception:  # noqa: BLE001  (the reference does not compute in long double: nothing to say)
+        return 0.0
+    scale = 0.0
+    for mine, theirs in zip(_as_tuple(expected), precise):
+        mine, theirs = as_float64(mine), array_of(theirs)
+        if mine is not None and theirs is not None and theirs.shape == mine.shape:
+            scale = max(scale, typical_gap(mine, theirs.astype(np.float64), None) or 0.0)
+    return scale
 
 
 def _exact(mine: object, theirs: object) -> bool:

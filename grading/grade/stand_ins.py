@@ -93,6 +93,9 @@ def refuse_numerical_rule(
             f"your {qualname.removesuffix('.apply')} returned an empty gradient for input {index}, whose gradient has "
             f"shape {shape}: a gradient has its input's shape"
         )
+    if gaps:  # not where the inputs make every formula's rounding that large (batch norm over two samples)
+        rounding = analytic.ROUNDING_ROOM * analytic.rounding_scale(expected, reference, args, kwargs)
+        gaps = [(index, gap) for index, gap in gaps if gap > rounding]
     if gaps:
         rule = qualname.removesuffix(".apply")
         rounded = analytic.float32_rounding(value, gaps, reference, args, kwargs)
