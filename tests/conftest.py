@@ -98,9 +98,10 @@ def student_user_turn():
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: two workers per core, at most 4. The suite waits more than it computes (sandboxes starting, jobs
-    and clusters polled, time limits run out on purpose): on 2 cores, two workers kept them busy 41 % of the time."""
-    return max(1, min(4, 2 * len(os.sched_getaffinity(0))))
+    """`-n auto`: a worker per core, at most 4; each grading run a test starts grades on every core already. (Two per
+    core ran the suite in 24 min 46 s instead of 30 min 33 s, but on a machine that loaded an endless loop's CPU limit
+    came after the call's wall-clock backstop, and the red team's frank got the backstop's note instead.)"""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
 
 
 # The modules that take longest (`python -m pytest --durations=0`), longest first: pytest-xdist hands out whole
