@@ -3,6 +3,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -11,6 +12,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # A suite started in the background of a script inherits Ctrl-C ignored, and so would every run it starts (an
+    # ignored signal stays ignored through exec): the tests that press Ctrl-C on a run need it back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 os.environ.setdefault("TINYTORCH_QUIET", "1")
 # What the tests make once and share, for this test session and every pytest-xdist worker of it: the kit, and the
 # courses the grader makes from the notebooks (grading/authoring/course.py: made_course), not in the user's
