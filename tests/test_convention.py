@@ -85,3 +85,53 @@ def test_every_exercise_has_tests_worth_points():
 def test_ipython_magics_are_refused_because_the_clean_room_runs_plain_python(source):
     with pytest.raises(GradingError, match="plain Python"):
         derive_cell(code(source), "nb.ipynb, cell 3")
+
+
+def test_a_demonstration_is_a_read_only_cell_the_grader_skips():
+    from grading.grade.verdict import plan_cells
+
+    demo = code("# demo: a training run\nhistory = [1, 2]\nprint(history)")
+    meta = derive_cell(demo, "x")
+    assert meta["locked"] and not meta["grade"] and not meta["solution"]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [code("x = 1"), demo, code("# test: t (1 point)\nassert x == 1")]
+    for cell, meta in zip(nb.cells, derive_notebook(nb, "nb.ipynb")):
+        cell.metadata["nbgrader"] = meta
+    assert [c["kind"] for c in plan_cells(nb)] == ["setup", "demo", "test"]
+
+
+@pytest.mark.parametrize(
+    "later, name",
+    [
+        ("# test: t (1 point)\nassert len(history) == 2", "history"),
+        ("def plot():\n    return model.weight", "model"),
+        ("for layer in net:\n    pass", "net"),
+    ],
+)
+def test_a_name_a_demonstration_sets_and_a_later_cell_reads_is_refused(later, name):
+    nb = nbformat.v4.new_notebook()
+    demo = "# demo: a training run\nimport numpy as net\nhistory = []\nfor model in [1]:\n    history.append(model)"
+    nb.cells = [code(demo), nbformat.v4.new_markdown_cell("history"), code(later)]
+    with pytest.raises(GradingError, match=f"nb.ipynb, cell 1: this demonstration .* sets {name}, which cell 3 uses"):
+        derive_notebook(nb, "nb.ipynb")
+
+
+def test_a_later_demonstration_may_read_what_an_earlier_one_set_and_a_functions_own_names_are_its_own():
+    nb = nbformat.v4.new_notebook()
+    first = "# demo: one\ndef train(steps):\n    losses = []\n    return losses\nresult = train(3)"
+    later = [
+        "# demo: two\nprint(result)",  # a demonstration too: skipped alike
+        "def f(losses):\n    return losses",  # a parameter
+        "def g():\n    train = 1\n    return train",  # a function's own variable
+        "print([result for result in range(2)])",  # a comprehension's
+        "for train in range(2):\n    print(train)",  # a loop's variable
+        "result = 3\nprint(result)",  # set again before it is read
+    ]
+    nb.cells = [code(first)] + [code(source) for source in later]
+    derive_notebook(nb, "nb.ipynb")
+
+
+def test_a_demonstration_holds_no_exercise_or_test():
+    source = "# demo: x\ndef f():\n    ### BEGIN SOLUTION\n    pass\n    ### END SOLUTION"
+    with pytest.raises(GradingError, match="holds no exercise or test"):
+        derive_cell(code(source), "nb.ipynb, cell 3")

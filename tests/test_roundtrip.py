@@ -131,3 +131,16 @@ def test_check_reports_each_visible_test(kit):
     )
     solution = run_cli("check", REPO / "notebooks" / "02_function.ipynb")
     assert solution.returncode == 0 and "4 passed, 0 failed" in solution.stdout, solution.stdout
+
+
+def test_a_demonstration_is_not_run_when_graded_and_the_page_says_so(graded):
+    "18's training run and timing table are demonstrations ('# demo:'): the page says the grader skips them."
+    from grading.grade.outputs import DEMO_NOT_RUN
+
+    _, _, grades = graded
+    html = (grades / "feedback" / "alice" / "18_attention.html").read_text()
+    demos = [
+        c for c in read_notebook(REPO / "notebooks" / "18_attention.ipynb").cells if c.source.startswith("# demo:")
+    ]
+    assert len(demos) == 2 and html.count(DEMO_NOT_RUN.strip()) == 2, "each demonstration's output is the note"
+    assert "causal mask" in html, "a cell that is no demonstration shows its output"

@@ -10,9 +10,12 @@
 * A code cell whose first line is `# hours spent (optional, not graded)` is where the student may write how long the
   notebook took (`hours_spent = 2.5`): editable, never graded, never run by the grader, read as text by autograde
   (grading.grade.timespent).
+* A code cell whose first line is `# demo: <what it shows>` is a demonstration (a timing, a training run, a plot):
+  read-only, run in the student's notebook, never by the grader. No later cell may use a name it sets.
 * Every other cell is read-only.
 """
 
+import ast
 import re
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from ..common.notebooks import (
     HOURS_SPENT,
     SOLUTION_BEGIN,
     NotebookNode,
+    is_demo,
     is_manual_answer,
     read_notebook,
     write_notebook,
@@ -90,6 +94,8 @@ def derive_cell(cell: NotebookNode, where: str) -> dict:
     "The nbgrader metadata this cell's content asks for; `where` names the cell in error messages."
     source = cell.source
     first = source.lstrip().splitlines()[0] if source.strip() else ""
+    if is_demo(cell) and (SOLUTION_BEGIN in source or HIDDEN_BEGIN in source):
+        raise GradingError(f"{where}: a demonstration ('# demo:') is not graded; it holds no exercise or test.")
     if cell.cell_type == "code" and SOLUTION_BEGIN in source:
         names = DEFINITION.findall(source[: source.index(SOLUTION_BEGIN)])
         if not names:
@@ -132,7 +138,88 @@ def derive_notebook(nb: NotebookNode, name: str) -> list[dict]:
             )
         seen[meta["grade_id"]] = index
         metas.append(meta)
+    check_demonstrations(nb, name)
     return metas
+
+
+def check_demonstrations(nb: NotebookNode, name: str) -> None:
+    """The grader skips a demonstration, so no later cell may read a name it sets before setting it again: that cell
+    would run without it when graded (a NameError, or an earlier value of the name). Read statement by statement."""
+    code = [(index, cell) for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    for position, (index, cell) in enumerate(code):
+        if not is_demo(cell):
+            continue
+        alive = set().union(*map(names_set, statements(cell.source, f"{name}, cell {index + 1}")))
+        for later_index, later in code[position + 1 :]:
+            for statement in statements(later.source) if not is_demo(later) else []:
+                used = sorted(alive & names_read(statement))
+                if used:
+                    raise GradingError(
+                        f"{name}, cell {index + 1}: this demonstration ('# demo:') sets {', '.join(used)}, which "
+                        f"cell {later_index + 1} uses; the grader does not run demonstrations, so that cell would "
+                        "not find it. Set the name in a cell of its own, or remove the '# demo:' line."
+                    )
+                alive -= names_set(statement)
+
+
+def statements(source: str, where: str | None = None) -> list[ast.stmt]:
+    "A cell's top-level statements; a cell that does not parse has none (derive_cell refuses IPython syntax)."
+    try:
+        return ast.parse(source).body
+    except SyntaxError as error:
+        if where is None:
+            return []
+        raise GradingError(
+            f"{where}: a demonstration must be plain Python ({error.msg}, line {error.lineno})."
+        ) from None
+
+
+def names_set(statement: ast.stmt) -> set[str]:
+    "The names a top-level statement sets: assignments, loop targets, imports, functions and classes."
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
+    return {n.id for n in own_scope(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp)
+SCOPES += (ast.GeneratorExp,)
+
+
+def own_scope(node: ast.AST) -> list[ast.AST]:
+    "`node` and what it holds, down to the functions, classes and comprehensions in it (scopes of their own)."
+    found, stack = [], [node]
+    while stack:
+        item = stack.pop()
+        found.append(item)
+        if item is node or not isinstance(item, SCOPES):
+            stack.extend(ast.iter_child_nodes(item))
+    return found
+
+
+def names_read(node: ast.AST) -> set[str]:
+    """The names `node` (a statement) reads from outside, in the scopes it holds too: a function's parameters and
+    assignments, and a comprehension's variables, are their own. At least what it needs, never less."""
+    nodes = own_scope(node)
+    own = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        arguments = node.args
+        own = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+        own |= {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    elif isinstance(node, SCOPES) and not isinstance(node, ast.ClassDef):
+        own = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+    elif isinstance(node, (ast.For, ast.AsyncFor)):  # the loop sets its variables before its body reads them
+        own = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)} - names_read_in(node.iter)
+    read = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for inner in nodes[1:]:
+        if isinstance(inner, SCOPES):
+            read |= names_read(inner)
+    return read - own
+
+
+def names_read_in(expression: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(expression) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def mismatches(path: Path) -> list[int]:

@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 DEFINITION = re.compile(r"^(?:class|def)\s+([A-Za-z_]\w*)", re.MULTILINE)  # a top-level class or function
+DEMO_HEADER = re.compile(r"^#\s*demo:")  # a demonstration's first line (grading.authoring.convention)
 
 
 def read_notebook(path: str | Path) -> NotebookNode:
@@ -104,6 +105,14 @@ HOURS_SPENT = "hours_spent"  # the grade id of every notebook's optional last ce
 def identifying_ids(nb: NotebookNode) -> set[str]:
     "The grade ids that tell which assignment a notebook is: all but the hours cell, which every notebook has."
     return {nbgrader_meta(c).get("grade_id") for c in nb.cells} - {None, "", HOURS_SPENT}
+
+
+def is_demo(cell: dict) -> bool:
+    """A demonstration: a code cell whose first line is `# demo: <what it shows>`. It runs in the student's notebook;
+    the grader does not run it (a timing or a training run, shown across the sandbox, costs seconds and shows nothing
+    of the student's), and no later cell may use a name it sets (grading.authoring.convention checks)."""
+    source = cell.get("source") if isinstance(cell, dict) else None
+    return cell.get("cell_type") == "code" and isinstance(source, str) and bool(DEMO_HEADER.match(source.lstrip()))
 
 
 def is_manual_answer(cell: dict) -> bool:

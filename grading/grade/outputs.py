@@ -54,6 +54,14 @@ class Shown:
         return made
 
 
+DEMO_NOT_RUN = "(a demonstration: it runs in your notebook; the grader does not run it)\n"
+
+
+def not_run_demo() -> list[NotebookNode]:
+    "What the page shows under a demonstration (grading.common.notebooks.is_demo), which the grader skips."
+    return [nbformat.v4.new_output("stream", name="stdout", text=DEMO_NOT_RUN)]
+
+
 @contextlib.contextmanager
 def captured(shown: Shown | None) -> Iterator[None]:
     "sys.stdout and sys.stderr go into `shown` (None: nowhere) while the cell runs; warnings too, as Jupyter shows them."

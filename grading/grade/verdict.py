@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Never
 import numpy as np
 
 from ..common.errors import GraderFault, GradingError, Refusal
-from ..common.notebooks import given_cell_name
+from ..common.notebooks import given_cell_name, is_demo
 from ..sandbox import sandbox, wire
 from . import heldout, outputs, variant
 from .clock import Budget, Stopwatch
@@ -51,6 +51,7 @@ def plan_cells(instructor_nb: NotebookNode) -> list[dict]:
         if cell.cell_type != "code" or is_export(cell.source) or "#| default_exp" in cell.source:
             continue
         kind = "solution" if meta.get("solution") else "test" if meta.get("grade") else "setup"
+        kind = "demo" if kind == "setup" and is_demo(cell) else kind
         cells.append(
             {
                 "id": meta.get("grade_id", cell.get("id")),
@@ -269,6 +270,10 @@ def grade_pass(
         for cell in cells if shown_cells else cells[: last + 1]:  # the hidden tests' run ends with its last one
             hidden = HIDDEN in cell["source"]
             if hidden and not hidden_cells:
+                continue
+            if cell["kind"] == "demo":  # never run here (grading.common.notebooks.is_demo)
+                if shown_cells:
+                    found.ran[cell["id"]] = outputs.not_run_demo()
                 continue
             if budget.expired():
                 if cell["kind"] == "test" and (hidden or shown_cells):
