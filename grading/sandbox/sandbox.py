@@ -441,6 +441,31 @@ def start(
     return process
 
 
+def cpu_seconds_used(process: subprocess.Popen) -> float | None:
+    """CPU seconds used so far by the sandbox's processes alive now (bwrap or the worker, and every descendant, read
+    from /proc), or None where /proc cannot be read: whether a call that is late is computing or waiting."""
+    children, used = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        try:
+            pid, parent = int(stat.parent.name), int(fields[1])
+            used[pid] = sum(int(f) for f in fields[11:15])  # utime, stime, and those of its reaped children
+        except (ValueError, IndexError):
+            return None
+        children.setdefault(parent, []).append(pid)
+    if process.pid not in used:
+        return None
+    total, stack = 0, [process.pid]
+    while stack:
+        pid = stack.pop()
+        total += used.get(pid, 0)
+        stack += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def bwrap_env() -> dict:
     """bwrap's own environment: only the PATH it is found by. Its process is PID 1 inside the sandbox, whose
     /proc/1/environ the student's code can read (--clearenv cleans only the command's), so it gets none of the

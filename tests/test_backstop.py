@@ -1,0 +1,78 @@
+"""A call past its wall-clock backstop: one that computes goes on to its CPU limit (on a loaded machine the backstop
+ran out first, and an endless loop was told it waited on something); one that sleeps ends at the backstop."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grading.grade import remote
+from grading.sandbox import sandbox
+
+SPIN = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'while True: pass'])"  # in a grandchild
+
+
+def cpu_after(code, seconds):
+    process = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        first = sandbox.cpu_seconds_used(process)
+        time.sleep(seconds)
+        return first, sandbox.cpu_seconds_used(process)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_the_cpu_of_a_process_and_its_descendants_is_counted_and_a_sleeping_one_uses_none():
+    first, then = cpu_after(SPIN, 1.5)
+    assert then - first > 0.3, (first, then)
+    first, then = cpu_after("import time; time.sleep(60)", 1.5)
+    assert then - first < 0.1, (first, then)
+
+
+class LateWorker:
+    "A worker whose reply comes after `late` backstops, and whose sandbox uses `cpu_per_wait` CPU s in each."
+
+    def __init__(self, late, cpu_per_wait):
+        self.late, self.cpu_per_wait, self.waits, self.process = late, cpu_per_wait, 0, None
+
+    def receive(self, budget):
+        self.waits += 1
+        if self.waits <= self.late:
+            raise TimeoutError()
+        return {"op": "return"}, []
+
+
+@pytest.mark.parametrize(
+    "late, cpu_per_wait, replies, waits",
+    [
+        (0, 0.0, True, 1),  # on time
+        (2, 10.0, True, 3),  # computing: waited for until it replies
+        (remote.EXTENSIONS + 1, 10.0, False, remote.EXTENSIONS + 1),  # computing, but past every extension
+        (1, 0.0, False, 1),  # sleeping: the backstop ends it
+    ],
+)
+def test_a_late_call_is_waited_for_while_its_sandbox_computes(monkeypatch, late, cpu_per_wait, replies, waits):
+    worker = LateWorker(late, cpu_per_wait)
+    monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: worker.waits * worker.cpu_per_wait)
+    proxy = remote.Remote.__new__(remote.Remote)
+    proxy.budget = None
+    if replies:
+        assert proxy.receive_reply(worker, wait=15, left=15) == ({"op": "return"}, [])
+    else:
+        with pytest.raises(TimeoutError):
+            proxy.receive_reply(worker, wait=15, left=15)
+    assert worker.waits == waits
+
+
+def test_a_computing_call_is_not_waited_for_past_the_notebooks_time(monkeypatch):
+    worker = LateWorker(2, 10.0)
+    monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: worker.waits * worker.cpu_per_wait)
+    proxy = remote.Remote.__new__(remote.Remote)
+    proxy.budget = None
+    with pytest.raises(TimeoutError):
+        proxy.receive_reply(worker, wait=15, left=5)
+    assert worker.waits == 1
