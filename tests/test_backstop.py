@@ -47,19 +47,20 @@ class LateWorker:
 
 
 @pytest.mark.parametrize(
-    "late, cpu_per_wait, replies, waits",
+    "late, cpu_per_wait, limit, replies, waits",
     [
-        (0, 0.0, True, 1),  # on time
-        (2, 10.0, True, 3),  # computing: waited for until it replies
-        (remote.EXTENSIONS + 1, 10.0, False, remote.EXTENSIONS + 1),  # computing, but past every extension
-        (1, 0.0, False, 1),  # sleeping: the backstop ends it
+        (0, 0.0, 10, True, 1),  # on time
+        (2, 4.0, 10, True, 3),  # computing (a backstop of 15 s, 4 CPU s in each): waited for until it replies
+        (remote.EXTENSIONS + 1, 4.0, 100, False, remote.EXTENSIONS + 1),  # computing, but past every extension
+        (2, 10.0, 10, False, 1),  # computing past its CPU limit of 10 s: it ignores the alarm (gina)
+        (1, 0.0, 10, False, 1),  # sleeping: the backstop ends it
     ],
 )
-def test_a_late_call_is_waited_for_while_its_sandbox_computes(monkeypatch, late, cpu_per_wait, replies, waits):
+def test_a_late_call_is_waited_for_while_its_sandbox_computes(monkeypatch, late, cpu_per_wait, limit, replies, waits):
     worker = LateWorker(late, cpu_per_wait)
     monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: worker.waits * worker.cpu_per_wait)
     proxy = remote.Remote.__new__(remote.Remote)
-    proxy.budget = None
+    proxy.budget, proxy.plan = None, {"cell_timeout": limit}
     if replies:
         assert proxy.receive_reply(worker, wait=15, left=15) == ({"op": "return"}, [])
     else:
@@ -69,10 +70,10 @@ def test_a_late_call_is_waited_for_while_its_sandbox_computes(monkeypatch, late,
 
 
 def test_a_computing_call_is_not_waited_for_past_the_notebooks_time(monkeypatch):
-    worker = LateWorker(2, 10.0)
+    worker = LateWorker(2, 5.0)
     monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: worker.waits * worker.cpu_per_wait)
     proxy = remote.Remote.__new__(remote.Remote)
-    proxy.budget = None
+    proxy.budget, proxy.plan = None, {"cell_timeout": 10}
     with pytest.raises(TimeoutError):
         proxy.receive_reply(worker, wait=15, left=5)
     assert worker.waits == 1

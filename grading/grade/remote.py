@@ -295,17 +295,18 @@ class Remote:
 
     def receive_reply(self, worker: Worker, wait: float, left: float) -> tuple[dict, list]:
         """The worker's next message within the call's backstop (`wait`) and the notebook's time (`left`). A wait
-        that runs out while the sandbox is computing (its CPU time grew by COMPUTING of the wait) goes on, at most
-        EXTENSIONS times and never past the notebook's time: the call's CPU limit ends it, as on a quiet machine (a
-        loaded machine ran an endless loop's backstop out first, red team frank). A call that sleeps meets the
-        backstop as before."""
-        before, extensions = sandbox.cpu_seconds_used(worker.process), 0
+        that runs out while the sandbox is computing (its CPU time grew by COMPUTING of the wait) and has not yet
+        used the call's CPU limit goes on, at most EXTENSIONS times and never past the notebook's time: the limit
+        ends the call, as on a quiet machine (a loaded machine ran an endless loop's backstop out first, red team
+        frank). A call that sleeps, or computes past its limit (it ignores the alarm: gina), meets the backstop."""
+        start = before = sandbox.cpu_seconds_used(worker.process)
+        extensions, limit = 0, self.plan["cell_timeout"]
         while True:
             try:
                 return worker.receive(Budget(max(1.0, min(wait, left))))
             except TimeoutError:
                 now = sandbox.cpu_seconds_used(worker.process)
-                computing = None not in (before, now) and now - before >= COMPUTING * wait
+                computing = None not in (before, now) and now - before >= COMPUTING * wait and now - start < limit
                 remaining = self.budget.remaining() if self.budget is not None else wait
                 if extensions == EXTENSIONS or not computing or min(left, remaining) < wait:
                     raise
