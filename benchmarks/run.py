@@ -417,12 +417,13 @@ def bench_grading(rows):
     from grading.common.notebooks import course_notebooks
     from grading.examples.demo import make_submissions
     from grading.grade.autograde import autograde
+    from grading.grade.settings import Settings
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         release(tmp / "kit")
         make_submissions(tmp / "kit", tmp / "class")
-        autograde(tmp / "class", tmp / "warm-up", workers=os.cpu_count())
+        autograde(tmp / "class", tmp / "warm-up", settings=Settings(workers=os.cpu_count()))
         timings, cpu, split = {}, {}, tmp / "timings.jsonl"
         for workers in sorted({1, os.cpu_count() or 1}):
             # what is made once per course is reused: the gradebook, the reference package, the rendered cells of
@@ -442,7 +443,7 @@ def bench_grading(rows):
                 os.environ["TINYTORCH_TIMINGS"] = str(split)
             start, used = time.perf_counter(), cpu_seconds()
             try:
-                autograde(tmp / "class", tmp / f"grades-{workers}", workers=workers)
+                autograde(tmp / "class", tmp / f"grades-{workers}", settings=Settings(workers=workers))
             finally:
                 os.environ.pop("TINYTORCH_TIMINGS", None)
             timings[workers] = time.perf_counter() - start
