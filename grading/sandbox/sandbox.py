@@ -442,28 +442,19 @@ def start(
 
 
 def cpu_seconds_used(process: subprocess.Popen) -> float | None:
-    """CPU seconds used so far by the sandbox's processes alive now (bwrap or the worker, and every descendant, read
-    from /proc), or None where /proc cannot be read: whether a call that is late is computing or waiting."""
-    children, used = {}, {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    """CPU seconds used so far by the sandbox's processes alive now (those of its cgroup; without one, the process
+    itself and the children it has reaped), or None where none can be read: whether a late call is computing or
+    waiting. Read at every call of the student's code, so it reads a few files, never all of /proc."""
+    group = getattr(process, "cgroups", None)
+    pids = group.members() if group is not None else [process.pid]
+    ticks = []
+    for pid in pids:
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks.append(sum(int(f) for f in fields[11:15]))  # utime, stime, and those of its reaped children
+        except (OSError, IndexError, ValueError):
             continue  # ended meanwhile
-        try:
-            pid, parent = int(stat.parent.name), int(fields[1])
-            used[pid] = sum(int(f) for f in fields[11:15])  # utime, stime, and those of its reaped children
-        except (ValueError, IndexError):
-            return None
-        children.setdefault(parent, []).append(pid)
-    if process.pid not in used:
-        return None
-    total, stack = 0, [process.pid]
-    while stack:
-        pid = stack.pop()
-        total += used.get(pid, 0)
-        stack += children.get(pid, [])
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(ticks) / os.sysconf("SC_CLK_TCK") if ticks else None
 
 
 def bwrap_env() -> dict:
