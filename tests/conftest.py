@@ -78,6 +78,16 @@ def cli(*args, cwd=None):
     return subprocess.CompletedProcess(["grading", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
+def load_script(path):
+    "A script of benchmarks/ (a folder that is no package) as a module."
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 SMALL_COURSE = ("02_function", "03_gradcheck")
 
 

@@ -3,7 +3,6 @@ recorded with a rule of its own that computes no gradient for the number; SGD mo
 per step; and benchmarks/engines.py, which times tinytorch against hand NumPy (and PyTorch), gives every engine the
 same problem, so their first losses agree."""
 
-import importlib.util
 import tracemalloc
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 
 import tinytorch  # noqa: F401  (enables autograd)
+from conftest import load_script
 from tinytorch.core.gradcheck import gradcheck
 from tinytorch.core.optimizers import SGD
 from tinytorch.core.tensor import Tensor
@@ -64,10 +64,7 @@ def test_an_sgd_step_makes_no_array_the_size_of_a_weight():
 
 @pytest.fixture(scope="module")
 def engines():
-    spec = importlib.util.spec_from_file_location("engines", ENGINES)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ENGINES)
 
 
 @pytest.mark.parametrize("workload", ["mlp_digits", "ops_float", "ops_tensor", "cnn"])

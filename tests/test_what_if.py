@@ -2,13 +2,13 @@
 changes it measures) makes the same update of the same weights as tinytorch's own step, so that its timings say
 what those changes would cost or save, and nothing else."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tinytorch  # noqa: F401  (enables autograd)
+from conftest import load_script
 from tinytorch.core.tensor import Tensor
 
 PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "what_if.py"
@@ -16,10 +16,7 @@ PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "what_if.py"
 
 @pytest.fixture(scope="module")
 def what_if():
-    spec = importlib.util.spec_from_file_location("what_if", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(PATH)
 
 
 def arrays(step):
