@@ -183,12 +183,16 @@ def plain_notebook(data: object) -> NotebookNode:
 # -- The page ---------------------------------------------------------------------------------------------------------
 
 # nbconvert's JupyterLab page without its scripts (require.js, MathJax and mermaid from a CDN, widgets), and with the
-# cells between two markers so that they, and only they, are sanitised.
+# cells between two markers so that they, and only they, are sanitised. Its stylesheet (JupyterLab's, 260 KB, the
+# same on every page) is rendered once (`page_css`) and put between its own two markers.
 TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block notebook_css -%}
+{{ resources.css_begin }}{% if resources.with_css %}{{ super() }}{% endif %}{{ resources.css_end }}
+{%- endblock notebook_css -%}
 {%- block body_loop -%}{{ resources.cells_begin }}{{ super() }}{{ resources.cells_end }}{%- endblock body_loop -%}
 {%- block any_cell scoped -%}{{ resources.cell_begin }}{{ super() }}{%- endblock any_cell -%}
 """
@@ -215,13 +219,15 @@ def exporter() -> HTMLExporter:
     made = getattr(_exporters, "html", None)
     if made is None:
         from jinja2 import DictLoader
-        from nbconvert import HTMLExporter
 
-        made = HTMLExporter(
+        made = page_exporter_class()(
             template_name="lab",
             extra_loaders=[DictLoader({"feedback.html.j2": TEMPLATE})],
             template_file="feedback.html.j2",
         )
+        # nbconvert's own sanitiser (bleach) cleans every cell; `render` sanitises every cell with nh3 after it, so
+        # bleach's pass only cost time (~0.3 s a page, over half of it)
+        made.register_filter("clean_html", already_sanitised)
         made.register_preprocessor(HideHiddenTests(), enabled=True)
         _exporters.html = made
     return made
@@ -230,18 +236,49 @@ def exporter() -> HTMLExporter:
 _exporters = threading.local()
 
 
+@functools.cache
+def page_exporter_class() -> type[HTMLExporter]:
+    "The page's exporter class (defined on first use: nbconvert's HTML exporter takes a while to import)."
+    from nbconvert import HTMLExporter
+    from nbconvert.exporters.templateexporter import TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class PageExporter(HTMLExporter):
+        """nbconvert's HTML exporter without its last step, a BeautifulSoup pass over the whole page that gives
+        images a placeholder alt text and cells a tabindex (which `sanitise` removes again): three quarters of the
+        time of a page whose release cells are kept rendered (PageCache)."""
+
+        def from_notebook_node(self, nb: NotebookNode, resources: dict | None = None, **kw: object) -> tuple:
+            language = nb.metadata.get("language_info", {}).get("name")
+            self.register_filter("highlight_code", Highlight2HTML(pygments_lexer=language, parent=self))
+            resources = self._init_resources(resources)
+            self.register_filter(
+                "filter_data_type", WidgetsDataTypeFilter(notebook_metadata={}, parent=self, resources=resources)
+            )
+            return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+    return PageExporter
+
+
+def already_sanitised(fragment: object) -> str:
+    "nbconvert's `clean_html` filter, for a fragment `render` sanitises afterwards."
+    return fragment.decode() if isinstance(fragment, bytes) else str(fragment)
+
+
 def render(nb: NotebookNode, title: str, banner: str, cache: PageCache | None = None) -> str:
     """The page: nbconvert's rendering of `nb` (from plain_notebook) with each cell sanitised, `banner` (the grader's
     own HTML: the verdict) above them. `cache` (a PageCache) has the HTML of cells rendered for an earlier page: most
     of a page is the release's own text, the same for every student, and rendering it is most of a page's cost."""
-    begin, end, between = (f"<!--{secrets.token_hex(16)}-->" for _ in range(3))  # nothing in the notebook holds them
+    marks = [f"<!--{secrets.token_hex(16)}-->" for _ in range(4)]  # nothing in the notebook holds them
+    begin, end, between, css = marks
     keys = [cache.key(cell) if cache is not None else None for cell in nb.cells]
     shown = [cache.get(key) if key else None for key in keys]
     todo = nbformat.v4.new_notebook(cells=[c for c, html in zip(nb.cells, shown) if html is None])
     todo.metadata = nb.metadata
     resources = {
         "metadata": {"name": title},
-        **{"cells_begin": begin, "cells_end": end, "cell_begin": between},
+        **{"cells_begin": begin, "cells_end": end, "cell_begin": between, "css_begin": css, "css_end": css},
     }
     try:
         head, before, made, tail = rendered_parts(todo, resources, len(todo.cells))
@@ -254,7 +291,16 @@ def render(nb: NotebookNode, title: str, banner: str, cache: PageCache | None = 
             shown[i] = with_mathml(sanitise(next(made)))
             if keys[i]:
                 cache.put(keys[i], shown[i])
-    return head + banner + sanitise(before) + "".join(shown) + tail
+    return head.replace(css + css, page_css(), 1) + banner + sanitise(before) + "".join(shown) + tail
+
+
+@functools.cache
+def page_css() -> str:
+    "The page's stylesheet, as nbconvert's template writes it into the head (the same for every page)."
+    begin, end = (f"<!--{secrets.token_hex(16)}-->" for _ in range(2))
+    marks = {"cells_begin": "", "cells_end": "", "cell_begin": "", "css_begin": begin, "css_end": end}
+    page, _ = exporter().from_notebook_node(nbformat.v4.new_notebook(), resources={"with_css": True, **marks})
+    return page.split(begin, 1)[1].split(end, 1)[0]
 
 
 def rendered_parts(nb: NotebookNode, resources: dict, count: int) -> tuple[str, str, list[str], str]:
