@@ -35,6 +35,24 @@ def test_the_project_folder_never_enters_the_sandbox_even_when_on_the_path(monke
         assert not inside or folder.startswith(os.path.realpath(sys.prefix)), folder
 
 
+def test_a_venv_kept_in_the_project_enters_the_sandbox_and_the_course_never_does(tmp_path, monkeypatch):
+    "A venv of copies reads its packages from the project's .venv (tests/test_environments.py): those may enter."
+    from grading.common import notebooks
+
+    monkeypatch.setattr(notebooks, "REPO", tmp_path)
+    site_packages = tmp_path / ".venv" / "lib" / "python3" / "site-packages"
+    site_packages.mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "tinytorch").mkdir()
+    (tmp_path / "kit").mkdir()
+    (tmp_path / "kit" / "settings.ini").write_text("[DEFAULT]\n")
+    assert sandbox._outside_repo(str(site_packages))
+    assert not sandbox._outside_repo(str(tmp_path))
+    assert not sandbox._outside_repo(str(tmp_path / "tinytorch"))
+    assert not sandbox._outside_repo(str(tmp_path / "kit"))
+    assert sandbox._outside_repo(str(tmp_path.parent))
+
+
 def test_an_installed_copy_of_the_reference_package_is_hidden(tmp_path):
     (tmp_path / "tinytorch").mkdir()
     assert sandbox.installed_answer_keys([str(tmp_path), "/nonexistent"]) == [str(tmp_path / "tinytorch")]

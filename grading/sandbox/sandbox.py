@@ -63,7 +63,9 @@ BASE_ENV = {
     "PATH": "/usr/bin:/bin",
     "LANG": "C.UTF-8",
 }
-PROBE = "import numpy, nbformat"  # the grader's Python must find its packages inside, or nothing can be graded
+# The grader's Python must find its packages inside, or nothing can be graded: NumPy is the one the worker imports
+# (nbformat, also probed once, took a second of every run to import in the sandbox)
+PROBE = "import numpy"
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) on a host that allows unprivileged "
     "user namespaces, or grade in the container of grading/Dockerfile; --unsafe-no-sandbox grades without "
@@ -178,15 +180,18 @@ STARTUP_PATH = tuple(sys.path)  # as the grader's Python started: the grader add
 
 
 def _outside_repo(path: str) -> bool:
-    """A folder of a course's source (the answer key) never enters the sandbox: the project's folder (except a venv
-    kept inside it), and any folder that holds a course (its settings.ini: a kit, the grader's reference export)."""
+    """A folder of a course's source (the answer key) never enters the sandbox: the project's folder (except the
+    grader's environment or another venv kept inside it, such as the .venv a venv of copies reads its packages from),
+    and any folder that holds a course (its settings.ini: a kit, the grader's reference export)."""
     from ..common.notebooks import REPO
 
-    real, repo, prefix = os.path.realpath(path), os.path.realpath(REPO), os.path.realpath(sys.prefix)
-    if os.path.exists(os.path.join(real, "settings.ini")):
+    real, repo, prefix = Path(os.path.realpath(path)), Path(os.path.realpath(REPO)), os.path.realpath(sys.prefix)
+    if (real / "settings.ini").exists():
         return False
-    inside = real == repo or real.startswith(repo + os.sep)
-    return not inside or real == prefix or real.startswith(prefix + os.sep)
+    if real != repo and repo not in real.parents:
+        return True
+    venvs = (folder for folder in [real, *real.parents] if repo in folder.parents and (folder / "pyvenv.cfg").exists())
+    return str(real) == prefix or str(real).startswith(prefix + os.sep) or next(venvs, None) is not None
 
 
 def search_path() -> list:
