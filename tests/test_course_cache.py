@@ -206,3 +206,26 @@ def test_a_kept_course_removed_by_another_runs_clean_up_meanwhile_is_made_here(c
     assert sorted(generated) == sorted(NOTEBOOKS)
     assert all(path.exists() for path in release.values())
     assert assignments(tmp_path / "second") == sorted(NOTEBOOKS)
+
+
+def test_a_new_grading_folder_copies_the_kept_packages_and_a_changed_notebook_exports_anew(
+    cache, tmp_path, monkeypatch
+):
+    "autograde's state (grading/grade/autograde.py: prepare): the course and both exported packages, kept together."
+    from grading.grade import autograde
+
+    exports, export = [], autograde.export_package
+    monkeypatch.setattr(autograde, "export_package", lambda folder: exports.append(folder) or export(folder))
+    autograde.prepare(NOTEBOOKS, tmp_path / "first" / ".grading")
+    assert len(exports) == 2  # the reference package and the released one
+    autograde.prepare(NOTEBOOKS, tmp_path / "second" / ".grading")
+    assert len(exports) == 2  # copied, not exported again
+    for package in ("reference", "released"):
+        first, second = (tmp_path / run / ".grading" / package / "tinytorch" for run in ("first", "second"))
+        files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+        assert files and files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+        assert all((first / f).read_bytes() == (second / f).read_bytes() for f in files)
+    changed = tmp_path / "01_tensor.ipynb"
+    changed.write_text(NOTEBOOKS["01_tensor"].read_text().replace("Tensor", "Tensor ", 1))
+    autograde.prepare({**NOTEBOOKS, "01_tensor": changed}, tmp_path / "third" / ".grading")
+    assert len(exports) == 4

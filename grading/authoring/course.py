@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -124,7 +124,7 @@ class Course:
 
 CACHE_VARIABLE = "TINYTORCH_GRADING_CACHE"  # where made courses are kept; set to "" to keep none
 COMPLETE = ".complete"  # written last into a kept course: one without it was being made, or was cut short
-KEPT_COURSES = 8  # the newest kept; older ones are removed when a new one is made
+KEPT_COURSES = 16  # the newest kept (a grading folder's state is kept beside its course); older ones are removed
 COURSE_FORMAT = "1"  # bump when a made course's layout changes
 
 
@@ -174,22 +174,30 @@ def made_course(notebooks: dict[str, Path], root: Path) -> dict[str, Path]:
     notebook, and every new grading folder and every release needs all of them: so a course made once is kept (see
     cache_root) and copied while its notebooks and nbgrader are unchanged. Without a usable cache folder it is made
     in `root` each time."""
+    made_or_kept(course_key(notebooks), lambda folder: Course(folder).add_assignments(notebooks), root)
+    return {stem: root / "release" / stem / f"{stem}.ipynb" for stem in notebooks}
+
+
+def made_or_kept(key: str, make: Callable[[Path], object], root: Path) -> None:
+    """Fill the new folder `root` as `make(folder)` fills an empty one: a copy of the kept folder named `key` in the
+    cache (made there first if there is none; `key` must name everything the folder depends on), or, without a
+    usable cache folder, `make(root)` itself."""
     cache = cache_root()
     cache = private_folder(cache) if cache is not None else None
-    kept = _kept_course(notebooks, cache) if cache is not None else None
+    kept = _kept(key, make, cache) if cache is not None else None
     if kept is None:
-        return Course(root).add_assignments(notebooks)
+        make(root)
+        return
     try:
         shutil.copytree(kept, root, ignore=shutil.ignore_patterns(COMPLETE), dirs_exist_ok=True)
     except OSError:  # removed by another run's clean-up meanwhile, or a full disk: make it here
         shutil.rmtree(root, ignore_errors=True)
-        return Course(root).add_assignments(notebooks)
-    return {stem: root / "release" / stem / f"{stem}.ipynb" for stem in notebooks}
+        make(root)
 
 
-def _kept_course(notebooks: dict[str, Path], cache: Path) -> Path | None:
-    "The kept course of these notebooks, made now if there is none; None if it cannot be kept."
-    entry = cache / course_key(notebooks)
+def _kept(key: str, make: Callable[[Path], object], cache: Path) -> Path | None:
+    "The kept folder `key`, made now if there is none; None if it cannot be kept."
+    entry = cache / key
     if (entry / COMPLETE).exists():
         with contextlib.suppress(OSError):  # removed by another run's clean-up meanwhile: the copy then fails over
             os.utime(entry / COMPLETE)  # recently used: kept longest
@@ -199,11 +207,11 @@ def _kept_course(notebooks: dict[str, Path], cache: Path) -> Path | None:
     except OSError:
         return None
     try:
-        Course(making).add_assignments(notebooks)  # nbgrader's refusal is raised as it would be without the cache
+        make(making)  # a refusal (nbgrader's, say) is raised as it would be without the cache
         (making / COMPLETE).touch()
         if entry.exists() and not (entry / COMPLETE).exists():
             shutil.rmtree(entry, ignore_errors=True)  # being removed by a clean-up, or damaged: replaced
-        making.rename(entry)  # whole or not at all; a run that made the same course first keeps its own
+        making.rename(entry)  # whole or not at all; a run that made the same folder first keeps its own
     except OSError:
         pass
     finally:

@@ -20,11 +20,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..authoring.convention import manual_answers
-from ..authoring.course import made_course
+from ..authoring.course import course_key, made_course, made_or_kept
 from ..authoring.release import check_sources, kit_settings
 from ..common.defaults import CELL_TIMEOUT
 from ..common.errors import GradingError
@@ -115,6 +116,23 @@ def prepare(notebooks: dict[str, Path], state: Path) -> None:
         return
     if state.exists():
         shutil.rmtree(state)
+    # kept between grading folders as a made course is (exporting the two packages took a second of every new one)
+    made_or_kept(state_key(notebooks, stamp), lambda folder: make_state(notebooks, folder), state)
+    write_atomic(state / "prepared", stamp)
+
+
+def state_key(notebooks: dict[str, Path], stamp: str) -> str:
+    "The name of a kept `make_state`: the notebooks, nbgrader, nbdev, the package's skeleton and the exporting code."
+    from ..student import export
+
+    skeleton = [REPO / "tinytorch" / name for name in export.SKELETON] + [REPO / "settings.ini", Path(export.__file__)]
+    data = sorted(f"{p.name}:{p.stat().st_size}" for p in (REPO / "tinytorch" / "data").iterdir())
+    parts = [stamp, course_key(notebooks), metadata.version("nbdev"), *(p.read_text() for p in skeleton), *data]
+    return "state-" + digest("\0".join(parts))
+
+
+def make_state(notebooks: dict[str, Path], state: Path) -> None:
+    "What `prepare` makes in `state`: the master course, and the reference and released packages, byte-compiled."
     made_course(notebooks, state / "master")
     export_notebooks(notebooks, state / "reference")
     # What a student's code may see of the other notebooks: the released modules (every answer a stub); a job puts
@@ -127,7 +145,6 @@ def prepare(notebooks: dict[str, Path], state: Path) -> None:
         compileall.compile_dir(
             state / folder / "tinytorch", quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH
         )
-    write_atomic(state / "prepared", stamp)
 
 
 def export_notebooks(notebooks: dict[str, Path], folder: Path) -> None:
