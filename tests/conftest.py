@@ -121,11 +121,12 @@ def pytest_xdist_auto_num_workers(config):
 
 # The modules that take longest (`python -m pytest --durations=0`), longest first: pytest-xdist hands out whole
 # modules (--dist loadscope) in the order of collection, so these start first and the short ones fill in around them.
+# The second needs no kit: its worker runs it while the first worker releases the kit (20 s on a fresh machine).
 LONGEST_FIRST = [
     "test_cluster.py",
+    "test_notebooks_run.py",
     "test_redteam.py",
     "test_mutation.py",
-    "test_notebooks_run.py",
     "test_hidden_messages.py",
     "test_browser.py",
     "test_gradescope.py",
