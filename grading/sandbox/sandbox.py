@@ -185,13 +185,15 @@ def _outside_repo(path: str) -> bool:
     and any folder that holds a course (its settings.ini: a kit, the grader's reference export)."""
     from ..common.notebooks import REPO
 
-    real, repo, prefix = Path(os.path.realpath(path)), Path(os.path.realpath(REPO)), os.path.realpath(sys.prefix)
+    real, repo, prefix = (Path(os.path.realpath(p)) for p in (path, REPO, sys.prefix))
     if (real / "settings.ini").exists():
         return False
     if real != repo and repo not in real.parents:
         return True
-    venvs = (folder for folder in [real, *real.parents] if repo in folder.parents and (folder / "pyvenv.cfg").exists())
-    return str(real) == prefix or str(real).startswith(prefix + os.sep) or next(venvs, None) is not None
+    return any(
+        folder == prefix or (repo in folder.parents and (folder / "pyvenv.cfg").exists())
+        for folder in [real, *real.parents]
+    )
 
 
 def search_path() -> list:
