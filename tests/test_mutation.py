@@ -811,8 +811,8 @@ STUDENT_BUGS = [
         "02_function",
         "attach",
         "records only when the first input needs a gradient",
-        "any(map(requires_grad, inputs))",
-        "requires_grad(inputs[0])",
+        "for tensor in inputs:",
+        "for tensor in inputs[:1]:",
     ),
     (
         "03_gradcheck",
@@ -1516,10 +1516,12 @@ ALTERNATIVES = [
     ),
     (
         "02_function",
-        "attach with an explicit loop over the inputs",
-        "if _grad_enabled and any(map(requires_grad, inputs)):",
-        "needed = False\n    for t in inputs:\n        if getattr(t, 'requires_grad', False):\n            needed = True\n"
-        "    if needed and is_grad_enabled():",
+        "attach with any() over the inputs",
+        "if _grad_enabled:\n        for tensor in inputs:\n            if requires_grad(tensor):  # one input that needs a gradient is enough\n"
+        "                result.requires_grad = True\n                result._grad_fn = function_cls(*inputs, **extras)\n"
+        "                break",
+        "if is_grad_enabled() and any(requires_grad(t) for t in inputs):\n"
+        "        result.requires_grad = True\n        result._grad_fn = function_cls(*inputs, **extras)",
     ),
     (
         "03_gradcheck",

@@ -149,9 +149,8 @@ def _init(self, data, dtype=None, requires_grad=False):
         _PLAIN["__init__"](self, data, dtype)
     if requires_grad and not np.issubdtype(self.data.dtype, np.floating):
         self.data = self.data.astype(get_default_dtype())  # gradients need floating point numbers
-    self.requires_grad = requires_grad
-    self._grad = None  # read and written through the property .grad (below)
-    self._grad_fn = None
+    if requires_grad:  # otherwise the class's defaults (set by _patch_tensor below): no gradient, no .grad, no rule
+        self.requires_grad = True
 
 
 def _repr(self):
@@ -238,12 +237,13 @@ def _store_if_retained(function, grad):
 
 def _call_rule(function, grad, create_graph):
     "Call one backward rule with the complete gradient of its result; return its gradients, checked."
-    if function.saved_tensors is None:
+    saved = function.saved_tensors
+    if saved is None:
         raise RuntimeError(
             f"Trying to run backward through {type(function).__name__} a second time, but its graph was freed by "
             "the first backward(). Call the first backward(retain_graph=True) if you need to go through the graph twice."
         )
-    if not _keep_retained or function.retained_output is not None:  # grad() or retain_grad() wants it
+    if function.retained_output is not None or not _keep_retained:  # grad() or retain_grad() wants it
         _store_if_retained(function, grad)
     if create_graph and not function.twice_differentiable:
         raise RuntimeError(
@@ -251,18 +251,17 @@ def _call_rule(function, grad, create_graph):
             "create_graph=True is not supported through it."
         )
     grads = function.apply(grad)
-    saved = function.saved_tensors
     if type(grads) is tuple and len(grads) == len(saved):  # the usual answer, checked in one pass without calls
         for tensor, g in zip(saved, grads):
             if g is not None and (
                 type(g) is not Tensor
                 or type(tensor) is not Tensor
                 or g.data.shape != tensor.data.shape
-                or (g.data.dtype != tensor.data.dtype and tensor.requires_grad)
+                or (tensor.requires_grad and g.data.dtype != tensor.data.dtype)
             ):
                 break  # something to convert or to report: the checks below say what
         else:
-            return list(grads)  # a list, as the checks below return: a student's loop may change it
+            return grads
     if not isinstance(grads, (tuple, list)) or len(grads) != len(function.saved_tensors):
         returned = f"{len(grads)} values" if isinstance(grads, (tuple, list)) else f"a {type(grads).__name__}"
         returned = "None" if grads is None else returned
@@ -283,7 +282,7 @@ def _call_rule(function, grad, create_graph):
         if g is not None and getattr(tensor, "requires_grad", False) and g.dtype != tensor.dtype:
             g = g.to(tensor.dtype)  # a gradient has its input's dtype: float32 stays float32 next to a float64 constant
         checked.append(g)
-    return checked
+    return tuple(checked)
 
 # %% ../../notebooks/06_autograd.ipynb #c06-012
 def backward(

@@ -11,6 +11,9 @@ import numpy as np
 from .tensor import Tensor
 
 # %% ../../notebooks/02_function.ipynb #c02-004
+_KEPT_TENSORS = {}  # {rule class: names of the tensors its rules keep besides saved_tensors}, for release()
+
+
 class Function:
     "A backward rule: keeps what the forward pass saw, and maps grad_output to one gradient per input."
 
@@ -33,12 +36,17 @@ class Function:
         return getattr(self.saved_tensors[i], "requires_grad", True)
 
     def release(self):
-        "Drop the saved tensors (and any saved output) so the graph's memory can be freed."
+        "Drop the saved tensors (and any other tensor the rule keeps: an output, a mask) so the graph's memory can be freed."
         self.saved_tensors = None
-        if len(vars(self)) > 1:  # something besides saved_tensors (an output, a mask): drop the tensors among it
-            for name, value in list(vars(self).items()):
-                if isinstance(value, Tensor):
-                    setattr(self, name, None)
+        for name in self._kept_tensors():
+            setattr(self, name, None)
+
+    def _kept_tensors(self):
+        "The names of the tensors this kind of rule keeps besides saved_tensors: looked for once per kind, then known."
+        kind = type(self)
+        if kind not in _KEPT_TENSORS:
+            _KEPT_TENSORS[kind] = [name for name, value in vars(self).items() if isinstance(value, Tensor)]
+        return _KEPT_TENSORS[kind]
 
     def __repr__(self):
         return f"<{type(self).__name__}>"
@@ -75,8 +83,11 @@ def requires_grad(tensor) -> bool:
 def attach(result: Tensor, function_cls: type[Function], *inputs, **extras) -> Tensor:
     "Record `function_cls(*inputs, **extras)` as the Function that produced `result`, if a gradient is needed."
     ### BEGIN SOLUTION
-    if _grad_enabled and any(map(requires_grad, inputs)):
-        result.requires_grad = True
-        result._grad_fn = function_cls(*inputs, **extras)
+    if _grad_enabled:
+        for tensor in inputs:
+            if requires_grad(tensor):  # one input that needs a gradient is enough
+                result.requires_grad = True
+                result._grad_fn = function_cls(*inputs, **extras)
+                break
     ### END SOLUTION
     return result
