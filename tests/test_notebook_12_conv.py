@@ -29,7 +29,7 @@ def test_the_worked_1d_convolution_of_the_text_is_what_the_engine_computes():
 
 def test_the_worked_2d_convolutions_of_the_text_are_what_the_engine_computes():
     image, kernel, bias = np.arange(9.0).reshape(1, 1, 3, 3), np.array([[[[1.0, 2.0], [3.0, 4.0]]]]), np.array([0.5])
-    rule = Conv2dBackward(Tensor(image), Tensor(kernel), Tensor(bias))
+    rule = Conv2dBackward(Tensor(image, requires_grad=True), Tensor(kernel), Tensor(bias))
     grad_x, grad_w, grad_b = (
         g.data[0, 0] if g.ndim == 4 else g.data for g in rule.apply(Tensor([[[[1.0, 0], [0, 2]]]]))
     )
@@ -38,9 +38,9 @@ def test_the_worked_2d_convolutions_of_the_text_are_what_the_engine_computes():
         [27.5, 37.5],
         [57.5, 67.5],
     ]
-    flipped = Conv2dBackward(Tensor(image), Tensor(kernel[:, :, ::-1, ::-1].copy()), Tensor(bias))
+    flipped = Conv2dBackward(Tensor(image, requires_grad=True), Tensor(kernel[:, :, ::-1, ::-1].copy()), Tensor(bias))
     assert flipped.apply(Tensor([[[[1.0, 0], [0, 2]]]]))[0].data[0, 0].tolist() == [[4, 3, 0], [2, 9, 6], [0, 4, 2]]
-    strided = Conv2dBackward(Tensor(image), Tensor(kernel), Tensor(bias), stride=2, padding=1)
+    strided = Conv2dBackward(Tensor(image, requires_grad=True), Tensor(kernel), Tensor(bias), stride=2, padding=1)
     grad_x, grad_w, _ = (g.data for g in strided.apply(Tensor(np.ones((1, 1, 2, 2)))))
     assert grad_x[0, 0].tolist() == [[4, 3, 4], [2, 1, 2], [4, 3, 4]] and grad_w[0, 0].tolist() == [[4, 8], [8, 16]]
     text = cell_source("12_conv", "c12-006")

@@ -103,7 +103,7 @@ def dilate(g, out_hw, stride):
 
 class Conv2dBackward(Function):
     """out = conv2d(x, w, b): from g (N, F, H', W'), the gradients of x (N, C, H, W), w (F, C, kh, kw) and b (F,), in
-    that order (no bias, no third gradient)."""
+    that order (no bias, no third gradient; None for x where it needs none, as a batch of images)."""
 
     twice_differentiable = False
 
@@ -121,9 +121,12 @@ class Conv2dBackward(Function):
         g = dilate(grad_output.data, out_hw, self.stride)
         g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)
         grad_w = (g_rows.T @ rows).reshape(w.shape)
-        grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)
         grad_b = g.sum(axis=(0, 2, 3))
-        grads = (Tensor(_crop(grad_padded, widths)), Tensor(grad_w))
+        grad_x = None  # a batch of images needs no gradient: the costliest product is left out then
+        if self.needs_grad(0):
+            grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)
+            grad_x = Tensor(_crop(grad_padded, widths))
+        grads = (grad_x, Tensor(grad_w))
         return grads + (Tensor(grad_b),) if len(self.saved_tensors) == 3 else grads
         ### END SOLUTION
 
@@ -159,7 +162,7 @@ def max_pool2d(x, kernel_size=2, stride=None):
     x = Tensor._lift(x)
     windows = window(x.data, kernel_size, stride)
     argmax = windows.argmax(axis=-1)
-    out = windows.max(axis=-1)  # the values at argmax, without an array of indices to gather them
+    out = np.take_along_axis(windows, argmax[..., None], axis=-1)[..., 0]  # the values at argmax: no second pass
     return attach(Tensor(out), MaxPool2dBackward, x, kernel_size=kernel_size, stride=stride, argmax=argmax)
 
 
@@ -177,8 +180,8 @@ class MaxPool2dBackward(Function):
     def apply(self, grad_output):
         ### BEGIN SOLUTION
         (x,) = self.saved_tensors
-        grad_windows = np.zeros(self.argmax.shape + (self.k * self.k,), dtype=grad_output.dtype)
-        np.put_along_axis(grad_windows, self.argmax[..., None], grad_output.data[..., None], axis=-1)
+        winners = np.arange(self.k * self.k) == self.argmax[..., None]  # one-hot: each window's argmax position
+        grad_windows = winners * grad_output.data[..., None]
         return (Tensor(unwindow(grad_windows, x.shape, self.k, self.stride)),)
         ### END SOLUTION
 
