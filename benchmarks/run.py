@@ -1,7 +1,7 @@
 """Benchmarks: tinytorch against the code people would write instead, measured side by side in one run.
 
     python benchmarks/run.py                       # everything (6 minutes on a quiet 2-core machine)
-    python benchmarks/run.py engines --mlsys PATH  # only some: engines, mlp, ops, conv, memory, grading, folder
+    python benchmarks/run.py engines --mlsys PATH  # only some: engines, mlp, ops, conv, memory, grading, folder, pages
 
 Each comparison runs its contenders in alternation, several rounds, and reports the median time of each, so that a
 noisy neighbour slows all of them alike. Ratios are tinytorch's time divided by the other's. PyTorch (CPU) columns
@@ -540,6 +540,58 @@ def bench_new_folder(rows, rounds=3):
     )
 
 
+def bench_pages(rows, rounds=3):
+    """The feedback pages' stylesheet: its size and the time to prune it (grading.reports.stylesheet, once per
+    process); then the demo class graded on every core, and its pages' sizes as written and with nbconvert's whole
+    stylesheet in the place of the pruned one (what they were before it was pruned)."""
+    import tempfile
+
+    from grading.authoring.release import release
+    from grading.examples.demo import make_submissions
+    from grading.grade.autograde import autograde
+    from grading.grade.settings import Settings
+    from grading.reports.page import nbconvert_css, page_css
+
+    full, pruned = nbconvert_css(), page_css()
+    took = statistics.median(timed(page_css.__wrapped__) for _ in range(rounds))
+    rows.append(
+        (
+            "the feedback pages' stylesheet (once per process)",
+            f"nbconvert's {len(full) / 1e3:.0f} KB, pruned {len(pruned) / 1e3:.1f} KB in {took:.2f} s",
+            f"{len(full) / len(pruned):.0f}× smaller",
+            "",
+            "",
+        )
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        release(tmp / "kit")
+        make_submissions(tmp / "kit", tmp / "class")
+        autograde(tmp / "class", tmp / "grades", settings=Settings(workers=os.cpu_count()))
+        pages = [path.read_text() for path in sorted((tmp / "grades" / "feedback").rglob("*.html"))]
+    assert all(pruned in page for page in pages), "a page without the stylesheet this process pruned"
+    now = [len(page.encode()) for page in pages]
+    before = [size + len(full.encode()) - len(pruned.encode()) for size in now]
+    rows.append(
+        (
+            f"the demo class's feedback pages ({len(pages)})",
+            f"{statistics.mean(now) / 1e3:.0f} KB a page, {min(now) / 1e3:.0f}–{max(now) / 1e3:.0f} KB, "
+            f"{sum(now) / 1e6:.1f} MB in all",
+            f"{sum(now) / sum(before):.2f}× their size with nbconvert's stylesheet "
+            f"({statistics.mean(before) / 1e3:.0f} KB a page, {sum(before) / 1e6:.1f} MB)",
+            "",
+            "",
+        )
+    )
+
+
+def timed(function):
+    "Seconds that one call of `function` took."
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
 def cpu_seconds():
     "CPU time of this process and of every process it (and they) started and waited for, in seconds."
     import resource
@@ -585,6 +637,7 @@ BENCHES = {
     "memory": bench_memory,
     "grading": bench_grading,
     "folder": bench_new_folder,
+    "pages": bench_pages,
 }
 
 

@@ -8,6 +8,7 @@ the nbgrader flag that marks a test cell), `render` turns that into HTML with nb
 the notebook is sanitised (`sanitise`: no script, no event attribute, no javascript: link, no frame; images only as
 inline PNG, JPEG or GIF). The page has no script and loads no file: its maths is MathML, made here
 (grading.reports.maths), which the browser draws itself, so a page uploaded on its own shows its formulas offline.
+Its stylesheet is in the page too: JupyterLab's, less what cannot apply on a page (grading.reports.stylesheet).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from nbconvert.preprocessors import Preprocessor
 from ..common.errors import GradingError
 from ..common.notebooks import HIDDEN_BEGIN, HIDDEN_END, NotebookNode, nbgrader_meta, write_atomic
 from .maths import with_mathml
+from .stylesheet import every_kind_of_cell, pruned
 
 if TYPE_CHECKING:  # exporter() imports nbconvert's exporter when a page is first made
     from nbconvert import HTMLExporter
@@ -183,8 +185,8 @@ def plain_notebook(data: object) -> NotebookNode:
 # -- The page ---------------------------------------------------------------------------------------------------------
 
 # nbconvert's JupyterLab page without its scripts (require.js, MathJax and mermaid from a CDN, widgets), and with the
-# cells between two markers so that they, and only they, are sanitised. Its stylesheet (JupyterLab's, 260 KB, the
-# same on every page) is rendered once (`page_css`) and put between its own two markers.
+# cells between two markers so that they, and only they, are sanitised. Its stylesheet (JupyterLab's, pruned to what
+# a page can use, the same on every page) is made once (`page_css`) and put where its own two markers were.
 TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
@@ -270,6 +272,12 @@ def render(nb: NotebookNode, title: str, banner: str, cache: PageCache | None = 
     """The page: nbconvert's rendering of `nb` (from plain_notebook) with each cell sanitised, `banner` (the grader's
     own HTML: the verdict) above them. `cache` (a PageCache) has the HTML of cells rendered for an earlier page: most
     of a page is the release's own text, the same for every student, and rendering it is most of a page's cost."""
+    head, rest = unstyled(nb, title, banner, cache)
+    return head + page_css() + rest
+
+
+def unstyled(nb: NotebookNode, title: str, banner: str, cache: PageCache | None) -> tuple[str, str]:
+    "`render`'s page in two parts, split where its stylesheet goes."
     marks = [f"<!--{secrets.token_hex(16)}-->" for _ in range(4)]  # nothing in the notebook holds them
     begin, end, between, css = marks
     keys = [cache.key(cell) if cache is not None else None for cell in nb.cells]
@@ -291,12 +299,23 @@ def render(nb: NotebookNode, title: str, banner: str, cache: PageCache | None = 
             shown[i] = with_mathml(sanitise(next(made)))
             if keys[i]:
                 cache.put(keys[i], shown[i])
-    return head.replace(css + css, page_css(), 1) + banner + sanitise(before) + "".join(shown) + tail
+    head, _, rest = head.partition(css + css)
+    return head, rest + banner + sanitise(before) + "".join(shown) + tail
 
 
 @functools.cache
 def page_css() -> str:
-    "The page's stylesheet, as nbconvert's template writes it into the head (the same for every page)."
+    """The page's stylesheet (the same for every page): nbconvert's, less what cannot apply on a page, found on a page
+    of every kind of cell and the sanitiser's allow-list (grading.reports.stylesheet). About 0.3 s, once per process:
+    the fork server's warm-up pays it for every job (grading.grade.forkserver)."""
+    probe = "".join(unstyled(plain_notebook(every_kind_of_cell()), "probe", "", None))
+    attributes = {*ALWAYS_ALLOWED_ATTRIBUTES, *(name for names in ALLOWED_ATTRIBUTES.values() for name in names)}
+    return pruned(nbconvert_css(), probe, tags=ALLOWED_TAGS, attributes=attributes)
+
+
+@functools.cache
+def nbconvert_css() -> str:
+    "The stylesheet nbconvert's template writes into the head: JupyterLab's, about 260 KB."
     begin, end = (f"<!--{secrets.token_hex(16)}-->" for _ in range(2))
     marks = {"cells_begin": "", "cells_end": "", "cell_begin": "", "css_begin": begin, "css_end": end}
     page, _ = exporter().from_notebook_node(nbformat.v4.new_notebook(), resources={"with_css": True, **marks})
