@@ -12,10 +12,10 @@ Contenders, all on the digits step of run.py (64→128→10, batch 64, SGD), the
   (bias added apart, the softmax computed again in the rule, each label checked, one-hot rows built, gradients
   transposed back), with no Tensor, graph or rule around them: the floor of the engine as written, whatever its
   Python costs;
-- three changes the issue rules out or that change an exercise, each on its own and together: the forward's
-  softmax handed to the cross-entropy rule (one softmax a step instead of two); `Linear` as one operation with one
-  rule (PyTorch's addmm: no transpose and no bias-add nodes); and both, backpropagated by an engine with every
-  check, message and hook left out (`lean_backward`).
+- two changes that would change an exercise or the engine's promises: the forward's softmax handed to the
+  cross-entropy rule (one softmax a step instead of two), and the same backpropagated by an engine with every check,
+  message and hook left out (`lean_backward`). (`Linear` as one operation with one rule, PyTorch's addmm, was the
+  third; it is the course's own since notebook 09's `LinearBackward`.)
 
 None of these is the course's engine: they are experiments to put numbers on the profile in docs/benchmarks.md. Timed by CPU
 time (`time.process_time`), the minimum of the rounds, contenders in alternation (cpu_time.least_disturbed), so that a
@@ -73,9 +73,11 @@ def numpy_calls(X, y, weights):
         return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
     def step():
-        h = np.matmul(X, W1.transpose((1, 0))) + b1  # x @ W.T + b: a transpose, a product, an add
+        h = X @ W1.T
+        h += b1  # linear(): the product, the bias added in place
         a = np.maximum(h, 0)
-        z = np.matmul(a, W2.transpose((1, 0))) + b2
+        z = a @ W2.T
+        z += b2
         labels = np.asarray(y).astype(np.int64)  # _class_labels: a copy, and the range in one pass
         labels.view(np.uint64).max()
         picked = log_softmax(z)[np.arange(len(labels)), labels]
@@ -83,12 +85,10 @@ def numpy_calls(X, y, weights):
         seed = np.ones(())
         one_hot = np.eye(z.shape[1], dtype=z.dtype)[labels]
         dz = seed * (np.exp(log_softmax(z)) - one_hot) / np.asarray(len(labels), dtype=z.dtype)  # the rule's softmax
-        db2 = dz.sum(axis=(0,))
-        da = np.matmul(dz, W2.transpose((1, 0)).T)
-        dW2 = np.matmul(dz.T, a).T.transpose((1, 0))  # (gᵀ a)ᵀ for W.T, then TransposeBackward back to W's layout
+        da = dz @ W2  # LinearBackward: the input's gradient (the first layer's images need none)
+        dW2, db2 = dz.T @ a, dz.sum(axis=0)
         dh = da * (h > 0)
-        db1 = dh.sum(axis=(0,))
-        dW1 = np.matmul(dh.T, X).T.transpose((1, 0))
+        dW1, db1 = dh.T @ X, dh.sum(axis=0)
         for param, grad in ((W1, dW1), (b1, db1), (W2, dW2), (b2, db2)):
             param -= LR * grad
 
@@ -118,24 +118,6 @@ def cross_entropy_saving_softmax(logits, targets):
     value = -log_probs[np.arange(len(labels)), labels].sum() / len(labels)
     probabilities = Tensor(np.exp(log_probs))
     return attach(Tensor(value), SavedSoftmaxCrossEntropyBackward, logits, Tensor(labels), probabilities=probabilities)
-
-
-# What if: Linear as one operation ------------------------------------------------------------------------------------
-
-
-class LinearBackward(Function):
-    "out = x @ W.T + b as one operation (PyTorch's addmm): grad_x = g W, grad_W = gᵀ x, grad_b = g summed over rows."
-
-    def apply(self, grad_output):
-        x, weight, bias = self.saved_tensors
-        grad_x = grad_output @ weight if x.requires_grad else None
-        return grad_x, grad_output.T @ x, grad_output.sum(axis=0)
-
-
-class OneRuleLinear(Linear):
-    def forward(self, x):
-        out = Tensor(x.data @ self.weight.data.T + self.bias.data)
-        return attach(out, LinearBackward, x, self.weight, self.bias)
 
 
 # What if: an engine without checks -----------------------------------------------------------------------------------
@@ -186,15 +168,14 @@ def tinytorch_step(X, y, linear=Linear, loss=cross_entropy, backward=Tensor.back
 def contenders():
     "{name: step function}, each making the same update from the same weights."
     X, y = digits_batch()
-    both = dict(linear=OneRuleLinear, loss=cross_entropy_saving_softmax)
     return {
         "hand-written NumPy": run.numpy_mlp(X, y, SIZES),
         "tinytorch": tinytorch_step(X, y),
         "tinytorch's NumPy calls alone": numpy_calls(X, y, reference_weights()),
         "what if: softmax saved for the rule": tinytorch_step(X, y, loss=cross_entropy_saving_softmax),
-        "what if: Linear one rule": tinytorch_step(X, y, linear=OneRuleLinear),
-        "what if: both": tinytorch_step(X, y, **both),
-        "what if: both, engine without checks": tinytorch_step(X, y, **both, backward=lean_backward),
+        "what if: softmax saved, engine without checks": tinytorch_step(
+            X, y, loss=cross_entropy_saving_softmax, backward=lean_backward
+        ),
     }
 
 

@@ -225,6 +225,18 @@ STATED = {
         "grad_output.reshape(x.shape)",
         "transpose(tuple(inverse))",
     ],
+    # 09: the text derives one sample's three gradients and says a batch sums them; the products are the student's
+    "09_nn": [
+        "g.T @",
+        "grad_output.T @",
+        "x.T @ g",
+        "G^\\top X",
+        "X^\\top G",
+        "g @ weight",
+        "g @ W",
+        "G W",
+        "sum(axis=0)",
+    ],
     # 10: the recurrences the student derives from the sums that define the velocity and the running averages
     "10_optimizers": [
         "\\mu\\, v_{t-1}",

@@ -15,6 +15,7 @@ from tinytorch.core import conv as C
 from tinytorch.core import elementwise as E
 from tinytorch.core import embedding as M
 from tinytorch.core import losses as L
+from tinytorch.core import nn as NN
 from tinytorch.core import norm as N
 from tinytorch.core import reductions as R
 from tinytorch.core.autograd import enable_autograd, grad
@@ -493,6 +494,7 @@ F32_RULES = [
     (A.SoftmaxBackward, lambda v, axis: np.exp(A._stable_log_softmax(v, axis)), [(3, 4)], {"axis": -1}),
     (A.LogSoftmaxBackward, A._stable_log_softmax, [(3, 4)], {"axis": -1}),
     (C.Conv2dBackward, C.conv2d_forward, [(2, 2, 5, 4), (3, 2, 3, 2), (3,)], {"padding": 1}),
+    (NN.LinearBackward, lambda x, w, b: x @ w.T + b, [(2, 3), (4, 3), (4,)], {}),
     (C.MaxPool2dBackward, lambda x: C.window(x, 2).max(axis=-1), [(2, 3, 4, 6)], {}),
     (M.EmbeddingBackward, lambda w, ids: w[ids], [(5, 3)], {"ids": np.array([[1, 1], [4, 1]])}),
     (E.MaskedFillBackward, lambda a, mask: np.where(mask, 7.0, a), [(2, 2)], {"mask": np.eye(2, dtype=bool)}),

@@ -412,7 +412,15 @@ MUTANTS = [
         "elif isinstance(value, (list, tuple)):\n                for item in value:\n                    visit(item)",
         "elif isinstance(value, dict):\n                for item in value.values():\n                    visit(item)",
     ),
-    ("09_nn", "linear", "bias left out", "return out + self.bias if self.bias is not None else out", "return out"),
+    (
+        "09_nn",
+        "linear",
+        "the bias's gradient averaged over the batch",
+        "return grads + (g.sum(axis=0),) if len(self.saved_tensors) == 3 else grads",
+        "return grads + (g.mean(axis=0),) if len(self.saved_tensors) == 3 else grads",
+    ),
+    ("09_nn", "linear", "the weight's gradient with its axes swapped", "g.T @ x)", "x.T @ g)"),
+    ("09_nn", "linear", "a batch of sequences not made rows", "if x.ndim != 2:", "if x.ndim == 1:"),
     ("09_nn", "init_bound", "He's variance from fan_out", "2 / fan_in if", "2 / fan_out if"),
     (
         "11_training",
@@ -882,9 +890,9 @@ STUDENT_BUGS = [
     (
         "09_nn",
         "linear",
-        "bias made 2-D (one sample of shape (n_in,) gives (1, n_out))",
-        "return out + self.bias if self.bias is not None else out",
-        "return out + self.bias.reshape(1, -1) if self.bias is not None else out",
+        "one sample taken as it is (a vector's .T is itself)",
+        "if x.ndim != 2:",
+        "if x.ndim > 2:",
     ),
     (
         "09_nn",
@@ -1212,9 +1220,9 @@ LATER = [
     (
         "09_nn",
         "linear",
-        "bias added even when there is none (Linear(W))",
-        "return out + self.bias if self.bias is not None else out",
-        "return out + self.bias",
+        "a bias gradient returned without a bias (Linear(W))",
+        "return grads + (g.sum(axis=0),) if len(self.saved_tensors) == 3 else grads",
+        "return grads + (g.sum(axis=0),)",
     ),
     (
         "09_nn",
@@ -1708,10 +1716,15 @@ ALTERNATIVES = [
     ),
     (
         "09_nn",
-        "Linear as (W @ xᵀ)ᵀ, the bias added in an if",
-        "out = x @ self.weight.T\n        return out + self.bias if self.bias is not None else out",
-        "out = (self.weight @ x.T).T\n        if self.bias is not None:\n            out = out + self.bias\n"
-        "        return out",
+        "LinearBackward: every input made rows, the weight's gradient as a transpose, a list",
+        "g = grad_output\n        grad_x = g @ weight if self.needs_grad(0) else None\n"
+        "        if x.ndim != 2:  # one sample, or more than one batch axis: every sample one row\n"
+        "            g, x = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])\n"
+        "        grads = (grad_x, g.T @ x)\n"
+        "        return grads + (g.sum(axis=0),) if len(self.saved_tensors) == 3 else grads",
+        "rows_g = grad_output.reshape(-1, weight.shape[0])\n        rows_x = x.reshape(-1, weight.shape[1])\n"
+        "        grads = [grad_output @ weight, (rows_x.T @ rows_g).T]\n        if len(self.saved_tensors) == 3:\n"
+        "            grads.append(rows_g.sum(axis=0))\n        return tuple(grads)",
     ),
     (
         "09_nn",
@@ -1863,7 +1876,7 @@ KEEPS_POINTS = [
     ("06_autograd", "gradients multiplied", ["run_backward", "run_backward_hidden"]),
     ("08_losses", "1/batch missing", ["loss_objects"]),  # it tests the loss objects, not CrossEntropyBackward
     ("08_losses", "one-hot not subtracted", ["loss_objects"]),
-    ("09_nn", "bias added even when there is none (Linear(W))", ["parameters", "parameters_hidden"]),
+    ("09_nn", "a bias gradient returned without a bias (Linear(W))", ["parameters", "parameters_hidden"]),
     (
         "13_embedding",
         "raw NumPy scatter: the right gradient, as a constant (no second derivative)",

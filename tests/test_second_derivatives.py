@@ -21,6 +21,7 @@ from tinytorch.core import conv as C
 from tinytorch.core import elementwise as E
 from tinytorch.core import embedding as M
 from tinytorch.core import losses as L
+from tinytorch.core import nn as NN
 from tinytorch.core import norm as N
 from tinytorch.core import reductions as R
 from tinytorch.core.autograd import enable_autograd, grad, topological_order
@@ -93,6 +94,11 @@ CASES = {
     L.CrossEntropyBackward: [([normal(4, 3)], lambda z: L.cross_entropy(z, LABELS))],
     M.EmbeddingBackward: [([normal(3, 2)], lambda w: M.embedding(w, INDEX.reshape(2, 2)))],
     C.Conv2dBackward: [([normal(1, 1, 4, 4), normal(2, 1, 3, 3)], C.conv2d)],
+    NN.LinearBackward: [
+        ([normal(4, 3), normal(2, 3), normal(2)], NN.linear),  # a batch
+        ([normal(3), normal(2, 3)], NN.linear),  # one sample, no bias
+        ([normal(2, 2, 3), normal(2, 3), normal(2)], NN.linear),  # a batch of sequences
+    ],
     C.MaxPool2dBackward: [([normal(1, 1, 4, 4)], lambda x: C.max_pool2d(x, 2))],
     C.AvgPool2dBackward: [([normal(1, 1, 4, 4)], lambda x: C.avg_pool2d(x, 2))],
     N.BatchNormBackward: [([normal(4, 3), normal(3), normal(3)], N.batch_norm)],

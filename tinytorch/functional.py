@@ -9,9 +9,11 @@ from .core.attention import scaled_dot_product_attention
 from .core.conv import avg_pool2d, conv2d, max_pool2d
 from .core.embedding import embedding
 from .core.losses import bce_loss, cross_entropy, mse_loss
+from .core.nn import linear
 from .core.norm import batch_norm, dropout, layer_norm
 
 __all__ = [
+    "linear",
     "relu",
     "sigmoid",
     "tanh",
