@@ -274,10 +274,15 @@ def _call_rule(function, grad, create_graph):
         if g is not None and not isinstance(g, Tensor):
             g = Tensor(g)
         if g is not None and isinstance(tensor, Tensor) and g.shape != tensor.shape:
+            fix = (
+                "where the input was broadcast, sum over the broadcast axes with unbroadcast; otherwise find the "
+                "step of the rule that gives this shape."
+            )
+            if len(g.shape) > 1 and g.shape == tensor.shape[::-1]:  # x.T @ g for g.T @ x, say
+                fix = "this one's axes are the other way round: swap the factors of the product that makes it."
             raise RuntimeError(
                 f"{type(function).__name__} returned a gradient of shape {g.shape} for input {i} of shape "
-                f"{tensor.shape}. A gradient has its input's shape: where the input was broadcast, sum over the "
-                "broadcast axes with unbroadcast; otherwise find the step of the rule that gives this shape."
+                f"{tensor.shape}. A gradient has its input's shape: {fix}"
             )
         if g is not None and getattr(tensor, "requires_grad", False) and g.dtype != tensor.dtype:
             g = g.to(tensor.dtype)  # a gradient has its input's dtype: float32 stays float32 next to a float64 constant
