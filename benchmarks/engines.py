@@ -310,12 +310,29 @@ def mlsys_engine(path):
 
 
 def blas_kernel():
-    "Which BLAS and kernel NumPy runs, as threadpoolctl reads it (None without threadpoolctl)."
+    """Which BLAS and kernel NumPy runs: as threadpoolctl reads it, or else OpenBLAS's own answer from the library
+    this process loaded (None when neither is there)."""
     try:
         import threadpoolctl
     except ImportError:
-        return None
+        return openblas_core()
     return ", ".join(f"{i['internal_api']} {i.get('architecture', '?')}" for i in threadpoolctl.threadpool_info())
+
+
+def openblas_core():
+    "The kernel OpenBLAS chose at load time (OPENBLAS_CORETYPE overrides it), read with ctypes; None if not OpenBLAS."
+    import ctypes
+
+    with open("/proc/self/maps") as maps:
+        loaded = {line.split()[-1] for line in maps if "openblas" in line.lower() and line.split()[-1].startswith("/")}
+    for path in sorted(loaded):
+        library = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename"):
+            if hasattr(library, name):
+                corename = getattr(library, name)
+                corename.restype = ctypes.c_char_p
+                return f"openblas {corename().decode()}"
+    return None
 
 
 def main(argv=None):
