@@ -36,7 +36,7 @@ from tinytorch.core.reductions import (
     SumBackward,
     TransposeBackward,
 )
-from .tensor import Tensor, as_mask, elementwise, get_default_dtype, transpose_axes
+from .tensor import Tensor, as_mask, get_default_dtype, transpose_axes
 
 # %% ../../notebooks/06_autograd.ipynb #c06-004
 _PLAIN = {}  # the plain Tensor methods of notebook 01, captured once, before patching
@@ -53,28 +53,28 @@ def add(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data + b), AddNumberBackward, a)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)  # no call for the common case, a Tensor
-    return attach(elementwise(a, b, np.add, "+"), AddBackward, a, b)
+    return attach(_PLAIN["__add__"](a, b), AddBackward, a, b)
 
 
 def sub(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data - b), AddNumberBackward, a)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(elementwise(a, b, np.subtract, "-"), SubBackward, a, b)
+    return attach(_PLAIN["__sub__"](a, b), SubBackward, a, b)
 
 
 def mul(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data * b), MulNumberBackward, a, number=b)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(elementwise(a, b, np.multiply, "*"), MulBackward, a, b)
+    return attach(_PLAIN["__mul__"](a, b), MulBackward, a, b)
 
 
 def div(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data / b), DivNumberBackward, a, number=b)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(elementwise(a, b, np.divide, "/"), DivBackward, a, b)
+    return attach(_PLAIN["__truediv__"](a, b), DivBackward, a, b)
 
 
 def radd(a: Tensor, b) -> Tensor:
