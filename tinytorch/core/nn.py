@@ -104,15 +104,16 @@ class LinearBackward(Function):
 def linear(x, weight, bias=None) -> Tensor:
     """torch.nn.functional.linear: out[..., j] = sum over i of x[..., i] * weight[j, i], plus bias[j], recorded as
     one operation. Shapes: x (..., in), weight (out, in), bias (out,) or None; out (..., out)."""
-    x, weight = Tensor._lift(x), Tensor._lift(weight)
-    bias = None if bias is None else Tensor._lift(bias)  # an array is a constant, as in x @ W.T + b
+    x, weight = Tensor._lift(x), Tensor._lift(weight)  # an array is a constant, as in x @ W.T + b
     out = x.data @ weight.data.T
-    if bias is not None and bias.dtype == out.dtype:
+    if bias is None:
+        return attach(Tensor(out), LinearBackward, x, weight)
+    bias = Tensor._lift(bias)
+    if bias.dtype == out.dtype:
         out += bias.data  # in place: the product is a new array, so the sum needs no second one
-    elif bias is not None:
+    else:
         out = out + bias.data  # float32 next to float64: the wider dtype, as + gives
-    inputs = (x, weight) if bias is None else (x, weight, bias)
-    return attach(Tensor(out), LinearBackward, *inputs)
+    return attach(Tensor(out), LinearBackward, x, weight, bias)
 
 # %% ../../notebooks/09_nn.ipynb #c09-007
 class Linear(Module):

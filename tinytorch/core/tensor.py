@@ -267,19 +267,19 @@ def matmul_error(a_shape, b_shape):
         )
     inner_a = a_shape[-1]
     inner_b = b_shape[-2] if len(b_shape) > 1 else b_shape[0]
-    if inner_a != inner_b and len(a_shape) == len(b_shape) == 1:
+    if inner_a == inner_b:
+        return None
+    if len(a_shape) == len(b_shape) == 1:
         return ValueError(
             f"Cannot compute a @ b with shapes {a_shape} and {b_shape}: @ of two vectors is their dot product, "
             "which needs equal lengths, and a vector's .T is itself. For a matrix from two vectors, make one a "
             "column and the other a row (reshape(-1, 1) and reshape(1, -1))."
         )
-    if inner_a != inner_b:
-        return ValueError(
-            f"Cannot compute a @ b with shapes {a_shape} and {b_shape}: "
-            f"a has {inner_a} columns but b has {inner_b} rows. "
-            "Transpose one of them (b.T) or check which axis holds the features."
-        )
-    return None
+    return ValueError(
+        f"Cannot compute a @ b with shapes {a_shape} and {b_shape}: "
+        f"a has {inner_a} columns but b has {inner_b} rows. "
+        "Transpose one of them (b.T) or check which axis holds the features."
+    )
 
 
 def as_tuple(args):
