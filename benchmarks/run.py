@@ -46,6 +46,13 @@ except ImportError:
     torch = None
 
 
+def timed(function):
+    "Seconds that one call of `function` took."
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
 def side_by_side(contenders, rounds=7, min_time=0.2):
     "{name: median seconds per call}, the contenders run in alternation, each call repeated to last about min_time."
     repeats = {}
@@ -264,10 +271,7 @@ def bench_conv(rows):
     if torch:
         contenders["torch"] = torch_conv(x)
     t = side_by_side(contenders, rounds=5)
-    naive = naive_conv(x)
-    start = time.perf_counter()
-    naive()
-    t["naive loops"] = time.perf_counter() - start  # one call: it takes seconds
+    t["naive loops"] = timed(naive_conv(x))  # one call: it takes seconds
     label = "Conv2d 8→16 3×3 + MaxPool2d, batch 32, 28×28, fwd+bwd"
     rows.append(row(label, t, "torch" if torch else "naive loops", 3.0 if torch else None))
     rows.append(row(label, t, "naive loops", 1 / 50))
@@ -585,13 +589,6 @@ def bench_pages(rows, rounds=3):
             "",
         )
     )
-
-
-def timed(function):
-    "Seconds that one call of `function` took."
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
 
 
 def cpu_seconds():

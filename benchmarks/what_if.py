@@ -9,9 +9,8 @@ Contenders, all on the digits step of run.py (64→128→10, batch 64, SGD), the
 
 - hand-written NumPy and tinytorch: run.py's two contenders;
 - "tinytorch's NumPy calls alone": the NumPy calls tinytorch's reference engine makes for one step, in its order
-  (bias added apart, the softmax computed again in the rule, each label checked, one-hot rows built, gradients
-  transposed back), with no Tensor, graph or rule around them: the floor of the engine as written, whatever its
-  Python costs;
+  (the softmax computed again in the rule, each label checked, one-hot rows built), with no Tensor, graph or rule
+  around them: the floor of the engine as written, whatever its Python costs;
 - two changes that would change an exercise or the engine's promises: the forward's softmax handed to the
   cross-entropy rule (one softmax a step instead of two), and the same backpropagated by an engine with every check,
   message and hook left out (`lean_backward`). (`Linear` as one operation with one rule, PyTorch's addmm, was the
