@@ -40,7 +40,7 @@ def graded(kit, tmp_path_factory):
     root = tmp_path_factory.mktemp("student-errors")
     write_cases(kit, root / "submissions")
     out = root / "grades"
-    assert main(["autograde", str(root / "submissions"), "--out", str(out), "--cell-timeout", "10"]) == 0
+    assert main(["autograde", str(root / "submissions"), "--out", str(out), "--cell-timeout", "5"]) == 0
     roster = root / "roster.csv"
     with open(roster, "w", newline="") as file:
         writer = csv.writer(file)
