@@ -475,7 +475,6 @@ def bench_grading(rows):
             "",
         )
     )
-    cores = os.cpu_count() or 1
     rows.append(
         (
             "the machine's CPU during the run (grader, jobs, sandboxes), 1 worker",
@@ -486,6 +485,7 @@ def bench_grading(rows):
         )
     )
     if most > 1:
+        cores = os.cpu_count() or 1
         rows.append(
             (
                 f"the same, {most} workers",

@@ -146,9 +146,10 @@ KERNEL_DIALOG = ".jp-Dialog:has-text('Select Kernel')"
 
 
 def run_all_until(page, selector, timeout_error):
-    """Run All Cells until `selector` shows. Once more if the notebook went idle with cells left unrun: a kernel that
-    died or restarted under a loaded machine (CI saw it once: cell 1 ran, the rest were cleared, no output, no dialog)
-    clears the queue; a student would press Run All again. A notebook that fails twice fails the test."""
+    """Run All Cells until `selector` shows. Once more if the notebook went idle with cells left unrun, or a "Select
+    Kernel" dialog showed (accepted first): a kernel that died or restarted under a loaded machine (CI saw it twice:
+    cell 1 ran, the rest were cleared) clears the queue; a student would press Run All again. A notebook that fails
+    twice fails the test."""
     idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
     for attempt in range(2):
         if accept_kernel_dialog(page):
@@ -157,12 +158,9 @@ def run_all_until(page, selector, timeout_error):
         try:
             return wait_for(page, selector, 120, timeout_error)
         except timeout_error:
-            if attempt == 1:
-                raise
-            if page.locator(KERNEL_DIALOG).count():
-                continue
+            dialog = page.locator(KERNEL_DIALOG).count()
             unrun = page.locator(".jp-CodeCell .jp-InputArea-prompt:text-is('[ ]:')").count()
-            if not (page.locator(idle).count() and unrun):
+            if attempt == 1 or not (dialog or (page.locator(idle).count() and unrun)):
                 raise
 
 

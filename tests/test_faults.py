@@ -196,8 +196,8 @@ def test_a_page_the_grader_cannot_make_loses_no_score(alice, tmp_path):
 
 
 # Seconds of a quiet machine's time, as the grader counts them (grading/grade/clock.py: a busy machine's second
-# counts as less), so that twelve calls of 4 s outrun the notebook's 20 s however busy the machine is (other tests run at
-# the same time on pytest-xdist's workers); a plain time.sleep fit in the stretched budget under a load of 2.
+# counts as less), so that twelve calls of 4 s outrun the notebook's 20 s however busy the machine is (other tests
+# run at the same time on pytest-xdist's workers); a plain time.sleep fit in the stretched budget under a load of 2.
 QUIET_SLEEP = """    import os, time
 
     def _quiet_sleep(seconds):
