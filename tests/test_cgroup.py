@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grading.sandbox import cgroup, sandbox
+from grading.grade import remote
+from grading.sandbox import cgroup, sandbox, wire
 
 
 def fake_v1(root, own="/grader"):
@@ -133,3 +134,39 @@ def test_a_fork_bomb_in_one_sandbox_leaves_another_its_processes():
         sandbox.stop(bomb)
     assert not any(Path(folder).exists() for folder in bomb.cgroups.folders), "the sandbox's cgroups are removed"
     assert sys.platform.startswith("linux")
+
+
+FAKE_WORKER = """import os, sys, time
+sys.path.insert(0, {folder!r})
+import wire
+out = int(sys.argv[2])
+{start}
+"""
+SAID_HELLO = "os.write(out, wire.pack({'op': 'hello'}, []))\n"
+
+
+@pytest.mark.parametrize(
+    "start, raised",
+    [
+        ("os._exit(3)", remote.GraderFault),  # ends before its hello: the grader's Python did not start
+        (SAID_HELLO + "os._exit(0)", EOFError),  # the student's import ended the worker
+        (SAID_HELLO + "os.write(out, wire.pack({'op': 'done'}, []))\ntime.sleep(60)", wire.WireError),  # forged
+    ],
+    ids=["ends-before-hello", "ends-while-importing", "forges-ready"],
+)
+def test_a_worker_that_does_not_start_is_stopped_with_its_cgroups(tmp_path, monkeypatch, start, raised):
+    sandbox.copy_worker_files(tmp_path)
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER.format(folder=str(tmp_path), start=start))
+    started, stopped, made = [], [], []
+    real_start, real_stop, real_make = sandbox.start, sandbox.stop, cgroup.Cgroups.make
+    monkeypatch.setattr(sandbox, "start", lambda *a, **k: started.append(real_start(*a, **k)) or started[-1])
+    monkeypatch.setattr(sandbox, "stop", lambda process: stopped.append(process) or real_stop(process))
+    monkeypatch.setattr(cgroup.Cgroups, "make", lambda *a, **k: made.append(real_make(*a, **k)) or made[-1])
+    setup = remote.WorkerSetup({"op": "plan", "cell_timeout": 2}, [], {"memory_mb": 256}, False, str(script))
+    with pytest.raises(raised):
+        remote.Worker(setup, remote.Stopwatch())
+    assert stopped == started and len(started) == 1, "stopped once, as soon as it failed: not at the job's end"
+    assert started[0].poll() is not None
+    leftover = [folder for group in made if group is not None for folder in group.folders if folder.exists()]
+    assert not leftover, f"cgroups left behind: {leftover}"

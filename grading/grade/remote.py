@@ -80,8 +80,16 @@ class Worker:
         finally:
             os.close(child_in)
             os.close(child_out)
-        self.buffer, self.timeout = b"", plan["cell_timeout"] + GRACE
-        self.send(wire.pack(plan, []))
+        self.buffer, self.timeout, self.closed = b"", plan["cell_timeout"] + GRACE, False
+        try:
+            self.send(wire.pack(plan, []))
+            self.handshake(stopwatch, started, sandboxed)
+        except BaseException:
+            self.close()  # a worker that did not start is stopped here: its sandbox, its cgroups, the two pipes
+            raise
+
+    def handshake(self, stopwatch: Stopwatch, started: float, sandboxed: bool) -> None:
+        "The worker's hello (its Python and NumPy started), then its ready (the student's module imported)."
         try:
             hello, _ = self.receive(Budget(STARTUP))
         except (EOFError, TimeoutError, wire.WireError, OSError):
@@ -121,6 +129,9 @@ class Worker:
         return wire.unpack(read)
 
     def close(self) -> None:
+        if self.closed:  # once only: a second os.close could close a descriptor opened since
+            return
+        self.closed = True
         try:
             self.send(wire.pack({"op": "end"}, []))
         except OSError:
