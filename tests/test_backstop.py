@@ -46,7 +46,7 @@ class LateWorker:
     def __init__(self, late, cpu_per_wait):
         self.late, self.cpu_per_wait, self.waits, self.process = late, cpu_per_wait, 0, None
 
-    def receive(self, budget):
+    def receive(self, budget, overran=None):
         self.waits += 1
         if self.waits <= self.late:
             raise TimeoutError()
@@ -84,3 +84,32 @@ def test_a_computing_call_is_not_waited_for_past_the_notebooks_time(monkeypatch)
     with pytest.raises(TimeoutError):
         proxy.receive_reply(worker, wait=15, left=5)
     assert worker.waits == 1
+
+
+SPINS_PAST_ITS_ALARM = """import os, signal, sys
+sys.path.insert(0, {folder!r})
+import wire
+out = int(sys.argv[2])
+os.write(out, wire.pack({{"op": "hello"}}, []) + wire.pack({{"op": "ready"}}, []))
+signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGPROF}})  # as gina of the red team does
+while True:
+    pass
+"""
+
+
+def test_a_call_that_computes_past_its_cpu_limit_is_ended_then_not_at_the_backstop(tmp_path):
+    sandbox.copy_worker_files(tmp_path)
+    script = tmp_path / "spinning_worker.py"
+    script.write_text(SPINS_PAST_ITS_ALARM.format(folder=str(tmp_path)))
+    setup = remote.WorkerSetup({"op": "plan", "cell_timeout": 1}, [], {"memory_mb": 256}, False, str(script))
+    worker = remote.Worker(setup, remote.Stopwatch())
+    proxy = remote.Remote.__new__(remote.Remote)
+    proxy.budget, proxy.plan = None, {"cell_timeout": 1}
+    try:
+        before = sandbox.cpu_seconds_used(worker.process)
+        with pytest.raises(remote.Overran):
+            proxy.receive_reply(worker, wait=120, left=120)
+        used = sandbox.cpu_seconds_used(worker.process) - before
+    finally:
+        worker.close()
+    assert 1 + remote.OVERRUN <= used < 1 + remote.OVERRUN + 2, f"ended after {used:.1f} s of CPU"

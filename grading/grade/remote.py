@@ -12,7 +12,7 @@ import os
 import select
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -31,11 +31,16 @@ CALLBACK_MB = 64  # the most one of the student's calls of a grader's function m
 STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start and say hello
 RESTARTS = 5  # times a crashed or hung worker is started again
 EXTENSIONS = 3  # more backstops a late call that is computing may wait (Remote.receive_reply)
+OVERRUN = 2.0  # CPU seconds past its limit after which a call is taken to ignore its alarm (the alarm is CPU time)
 COMPUTING = 0.25  # CPU seconds per second of a backstop that tell a computing call from one that waits
 
 
 class CellTimeout(BaseException):
     "A cell of the grader's ran past its time."
+
+
+class Overran(TimeoutError):
+    "A call of the student's code computed past its CPU limit: it ignored the alarm that ends a call."
 
 
 @dataclass(frozen=True)
@@ -110,8 +115,9 @@ class Worker:
         while view:
             view = view[os.write(self.to_child, view) :]
 
-    def receive(self, budget: Budget) -> tuple[dict, list[np.ndarray]]:
-        "The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is spent."
+    def receive(self, budget: Budget, overran: Callable[[], bool] | None = None) -> tuple[dict, list[np.ndarray]]:
+        """The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is
+        spent, or as soon as `overran()`, asked about once a second while waiting, says True."""
 
         def read(n: int) -> bytes:
             while not self.buffer:
@@ -119,6 +125,8 @@ class Worker:
                 if not ready:
                     if budget.expired():
                         raise TimeoutError()
+                    if overran is not None and overran():
+                        raise Overran()
                     continue
                 self.buffer = os.read(self.from_child, 1 << 20)
                 if not self.buffer:
@@ -278,6 +286,13 @@ class Remote:
                     # before the grader's code runs
                     self.accept_changes(session, reply, call)
                     worker.send(self.run_callback(session, reply, arrays))
+        except Overran:
+            self.drop_worker()
+            raise self.event(
+                f"your {qualname} did not finish in time: it computed past its {self.plan['cell_timeout']} s of CPU, "
+                "and on after the interrupt that ends a call (an endless loop that catches or blocks signals, or one "
+                "very long NumPy operation?)"
+            ) from None
         except TimeoutError:
             self.drop_worker()
             if left < wait:
@@ -309,12 +324,20 @@ class Remote:
         that runs out while the sandbox is computing (its CPU time grew by COMPUTING of the wait) and has not yet
         used the call's CPU limit goes on, at most EXTENSIONS times and never past the notebook's time: the limit
         ends the call, as on a quiet machine (a loaded machine ran an endless loop's backstop out first, red team
-        frank). A call that sleeps, or computes past its limit (it ignores the alarm: gina), meets the backstop."""
+        frank). A call that sleeps meets the backstop; one that computes OVERRUN past its limit (it ignores the
+        alarm: gina) is ended then, on a busy machine too, without waiting for the backstop."""
         start = before = sandbox.cpu_seconds_used(worker.process)
         extensions, limit = 0, self.plan["cell_timeout"]
+
+        def overran() -> bool:
+            now = sandbox.cpu_seconds_used(worker.process)
+            return None not in (start, now) and now - start >= limit + OVERRUN
+
         while True:
             try:
-                return worker.receive(Budget(max(1.0, min(wait, left))))
+                return worker.receive(Budget(max(1.0, min(wait, left))), overran)
+            except Overran:
+                raise
             except TimeoutError:
                 now = sandbox.cpu_seconds_used(worker.process)
                 computing = None not in (before, now) and now - before >= COMPUTING * wait and now - start < limit
