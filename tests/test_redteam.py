@@ -114,6 +114,7 @@ def graded_class(kit, tmp_path_factory):
     leftovers = set(glob.glob(f"{temp}/*"))
     if other is not None:
         leftovers |= set(glob.glob(f"{other_root}/tmp/*"))
+        leftovers |= set(sandbox_cgroups_left(os.environ.get("TINYTORCH_CGROUP", "")))
     return {
         "root": root,
         "expected": expected,
@@ -124,6 +125,15 @@ def graded_class(kit, tmp_path_factory):
         "connections": listener.connections,
         "leftovers": leftovers,
     }
+
+
+def sandbox_cgroups_left(delegated):
+    """The sandboxes' cgroups left in the cgroup delegated to the ordinary user (.ci/run makes it; no other test grades
+    there): each sandbox's are removed when it is stopped (axel and fay, whose workers fail their start, left theirs)."""
+    if not delegated:
+        return []
+    name = delegated.strip("/")
+    return glob.glob(f"/sys/fs/cgroup/*/{name}/tinytorch-*") + glob.glob(f"/sys/fs/cgroup/{name}/tinytorch-*")
 
 
 def tempfile_for(user):
@@ -235,7 +245,7 @@ def test_nothing_survives_the_job_or_leaves_the_sandbox(graded_class):
     assert not os.path.exists("/tmp/pwned") and not any(
         glob.glob(os.path.join(p, "zz-redteam.pth")) for p in __import__("site").getsitepackages()
     )
-    assert not [p for p in graded_class["leftovers"] if "tinytorch" in p], graded_class["leftovers"]
+    assert not [p for p in graded_class["leftovers"] if "tinytorch" in p], graded_class["leftovers"]  # and cgroups
 
 
 @pytest.mark.skipif(not SANDBOX, reason="the sandbox (bubblewrap) cannot run here")
