@@ -229,3 +229,23 @@ def test_a_new_grading_folder_copies_the_kept_packages_and_a_changed_notebook_ex
     changed.write_text(NOTEBOOKS["01_tensor"].read_text().replace("Tensor", "Tensor ", 1))
     autograde.prepare({**NOTEBOOKS, "01_tensor": changed}, tmp_path / "third" / ".grading")
     assert len(exports) == 4
+
+
+def test_nbgrader_s_cell_check_checks_its_schema_once_and_refuses_what_jsonschema_refuses(monkeypatch):
+    import jsonschema
+    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+    schema = MetadataValidatorV3().schema
+    checked = []
+    kind = jsonschema.validators.validator_for(schema)
+    monkeypatch.setattr(kind, "check_schema", classmethod(lambda cls, s: checked.append(s)))
+    compiled = course.CompiledSchemas()
+    good = {"schema_version": 3, "grade": True, "solution": False, "locked": True, "grade_id": "t", "points": 1}
+    bad = dict(good, points="many")
+    for _ in range(3):
+        compiled.validate(good, schema)
+    for refused_by in (compiled.validate, jsonschema.validate):
+        with pytest.raises(jsonschema.ValidationError) as refusal:
+            refused_by(bad, schema)
+        assert "'many' is not of type 'number'" in str(refusal.value)
+    assert len(checked) == 2, "the schema was checked at every call, or not at all"  # compiled once, jsonschema once
