@@ -286,13 +286,16 @@ class Remote:
                     # before the grader's code runs
                     self.accept_changes(session, reply, call)
                     worker.send(self.run_callback(session, reply, arrays))
-        except Overran:
+        except Overran:  # it used up its CPU time, as a call the alarm ends does: its later calls are not made
             self.drop_worker()
-            raise self.event(
+            overran = (
                 f"your {qualname} did not finish in time: it computed past its {self.plan['cell_timeout']} s of CPU, "
                 "and on after the interrupt that ends a call (an endless loop that catches or blocks signals, or one "
                 "very long NumPy operation?)"
-            ) from None
+            )
+            later = f"{overran}: its later calls were not made, and their tests fail"
+            self.timed_out[qualname] = self.event(later).args[0]
+            raise StudentError(overran) from None
         except TimeoutError:
             self.drop_worker()
             if left < wait:
