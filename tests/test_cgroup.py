@@ -170,3 +170,26 @@ def test_a_worker_that_does_not_start_is_stopped_with_its_cgroups(tmp_path, monk
     assert started[0].poll() is not None
     leftover = [folder for group in made if group is not None for folder in group.folders if folder.exists()]
     assert not leftover, f"cgroups left behind: {leftover}"
+
+
+@needs_cgroups
+def test_the_cgroups_of_a_job_killed_from_outside_are_removed_by_the_next_sandbox(monkeypatch):
+    "A job SIGKILLed never stops its sandboxes; the next sandbox made beside them removes their empty cgroups."
+    job = os.fork()
+    if job == 0:  # a job that makes a sandbox's cgroups and ends without removing them
+        cgroup.Cgroups.make(64)
+        os._exit(0)
+    os.waitpid(job, 0)
+    version, parents = cgroup.places()
+    left = [folder for parent in parents for folder in parent.glob(f"tinytorch-{job}-*")]
+    assert left, "the job made no cgroups"
+    kept = cgroup.Cgroups.make(64)  # made within STALE seconds of the job's: left alone
+    try:
+        assert all(folder.exists() for folder in left)
+        monkeypatch.setattr(cgroup, "STALE", 0)
+        mine = cgroup.Cgroups.make(64)
+        mine.close()
+        assert not [folder for folder in left if folder.exists()]
+        assert all(folder.exists() for folder in kept.folders), "a living process's cgroups are kept"
+    finally:
+        kept.close()

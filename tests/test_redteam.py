@@ -10,6 +10,7 @@ import csv
 import glob
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -114,7 +115,7 @@ def graded_class(kit, tmp_path_factory):
     leftovers = set(glob.glob(f"{temp}/*"))
     if other is not None:
         leftovers |= set(glob.glob(f"{other_root}/tmp/*"))
-        leftovers |= set(sandbox_cgroups_left(os.environ.get("TINYTORCH_CGROUP", "")))
+        leftovers |= set(sandbox_cgroups_left(os.environ.get("TINYTORCH_CGROUP", ""), OTHER_USER))
     return {
         "root": root,
         "expected": expected,
@@ -127,13 +128,22 @@ def graded_class(kit, tmp_path_factory):
     }
 
 
-def sandbox_cgroups_left(delegated):
-    """The sandboxes' cgroups left in the cgroup delegated to the ordinary user (.ci/run makes it; no other test grades
-    there): each sandbox's are removed when it is stopped (axel and fay, whose workers fail their start, left theirs)."""
+def sandbox_cgroups_left(delegated, user):
+    """The cgroups `user`'s sandboxes left in the cgroup .ci/run delegates (every test's sandboxes are made there;
+    only this run's are that user's): each is removed when its sandbox is stopped (axel and fay, whose workers fail
+    their start, left theirs)."""
     if not delegated:
         return []
-    name = delegated.strip("/")
-    return glob.glob(f"/sys/fs/cgroup/*/{name}/tinytorch-*") + glob.glob(f"/sys/fs/cgroup/{name}/tinytorch-*")
+    name, uid = delegated.strip("/"), pwd.getpwnam(user).pw_uid
+    made = glob.glob(f"/sys/fs/cgroup/*/{name}/tinytorch-*") + glob.glob(f"/sys/fs/cgroup/{name}/tinytorch-*")
+    return [path for path in made if owner(path) == uid]
+
+
+def owner(path):
+    try:
+        return os.stat(path).st_uid
+    except FileNotFoundError:  # another test's sandbox, stopped meanwhile
+        return None
 
 
 def tempfile_for(user):

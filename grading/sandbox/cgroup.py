@@ -18,6 +18,7 @@ Where the cgroups come from, in order:
 """
 
 import os
+import re
 import secrets
 import signal
 import time
@@ -27,6 +28,8 @@ ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory", "cpu")
 PIDS_MAX = 256  # processes and threads of one sandbox: a kernel, its threads and a few helpers use about 40
 CPU_PERIOD = 100_000  # microseconds
+NAME = re.compile(r"tinytorch-(\d+)-[0-9a-f]+")  # a sandbox's cgroup, named after the process that made it
+STALE = 60  # seconds an empty cgroup of an ended process is left alone (its maker may be in another PID namespace)
 
 
 def own_paths(proc_cgroup: str | Path = "/proc/self/cgroup") -> dict:
@@ -79,7 +82,8 @@ class Cgroups:
         version, parents = where or places()
         if version is None:
             return None
-        name = f"tinytorch-{secrets.token_hex(6)}"
+        sweep(parents)
+        name = f"tinytorch-{os.getpid()}-{secrets.token_hex(6)}"
         folders = [parent / name for parent in parents]
         made = []
         try:
@@ -143,6 +147,37 @@ class Cgroups:
             time.sleep(0.002)  # killed processes leave within milliseconds: each job stops two sandboxes
         for folder in self.folders:
             remove(folder)
+
+
+def sweep(parents: list) -> None:
+    """Remove the cgroups that sandboxes of ended processes left in `parents`. A job killed from outside (a grading run
+    or a Dask worker SIGKILLed, a job past its time) never stops its sandboxes: their processes end with it, but their
+    cgroups stay. One whose maker has ended, that holds no process and is more than STALE seconds old goes."""
+    for parent in parents:
+        try:
+            entries = list(parent.iterdir())
+        except OSError:
+            continue
+        for folder in entries:
+            made_by = NAME.fullmatch(folder.name)
+            if made_by is None or alive(int(made_by.group(1))):
+                continue
+            try:
+                if time.time() - folder.stat().st_mtime < STALE or (folder / "cgroup.procs").read_text().strip():
+                    continue
+                folder.rmdir()
+            except OSError:
+                continue  # removed meanwhile by another run's sweep, or not this user's to remove
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        pass
+    return True
 
 
 def enable_controllers(parent: Path) -> None:
