@@ -97,7 +97,8 @@ while True:
 """
 
 
-def test_a_call_that_computes_past_its_cpu_limit_is_ended_then_not_at_the_backstop(tmp_path):
+def test_a_call_that_computes_past_its_cpu_limit_is_ended_then_not_at_the_backstop(tmp_path, monkeypatch):
+    monkeypatch.setattr(remote, "OVERRUN", 0.5)  # a second and a half of CPU in all
     sandbox.copy_worker_files(tmp_path)
     script = tmp_path / "spinning_worker.py"
     script.write_text(SPINS_PAST_ITS_ALARM.format(folder=str(tmp_path)))
@@ -112,4 +113,4 @@ def test_a_call_that_computes_past_its_cpu_limit_is_ended_then_not_at_the_backst
         used = sandbox.cpu_seconds_used(worker.process) - before
     finally:
         worker.close()
-    assert 1 + remote.OVERRUN <= used < 1 + remote.OVERRUN + 2, f"ended after {used:.1f} s of CPU"
+    assert 1.5 <= used < 3.5, f"ended after {used:.1f} s of CPU, not at 1.5 (its limit of 1 s and OVERRUN)"
