@@ -193,3 +193,15 @@ def test_the_cgroups_of_a_job_killed_from_outside_are_removed_by_the_next_sandbo
         assert all(folder.exists() for folder in kept.folders), "a living process's cgroups are kept"
     finally:
         kept.close()
+
+
+def test_a_sandbox_that_cannot_start_leaves_no_folder_or_cgroup(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the unsandboxed start makes its folder
+    made, real_make = [], cgroup.Cgroups.make
+    monkeypatch.setattr(cgroup.Cgroups, "make", lambda *a, **k: made.append(real_make(*a, **k)) or made[-1])
+    with pytest.raises(OSError):
+        sandbox.start([str(tmp_path / "no-such-program")], [], sandboxed=False, memory_mb=64)
+    assert not list(tmp_path.glob("tinytorch-*")), "its working folder was left"
+    assert not [folder for group in made if group is not None for folder in group.folders if folder.exists()]

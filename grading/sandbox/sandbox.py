@@ -441,6 +441,8 @@ def start(
     except BaseException:
         if group is not None:
             group.close()
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
         raise
     finally:
         close_all(copied)  # bwrap has its own copies of them
