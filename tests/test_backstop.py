@@ -59,7 +59,7 @@ class LateWorker:
         (0, 0.0, 10, True, 1),  # on time
         (2, 4.0, 10, True, 3),  # computing (a backstop of 15 s, 4 CPU s in each): waited for until it replies
         (remote.EXTENSIONS + 1, 4.0, 100, False, remote.EXTENSIONS + 1),  # computing, but past every extension
-        (2, 10.0, 10, False, 1),  # computing past its CPU limit of 10 s: it ignores the alarm (gina)
+        (2, 10.0, 10, False, 2),  # past its CPU limit of 10 s and the overrun: it ignores the alarm (gina)
         (1, 0.0, 10, False, 1),  # sleeping: the backstop ends it
     ],
 )
@@ -114,3 +114,41 @@ def test_a_call_that_computes_past_its_cpu_limit_is_ended_then_not_at_the_backst
     finally:
         worker.close()
     assert 1.5 <= used < 3.5, f"ended after {used:.1f} s of CPU, not at 1.5 (its limit of 1 s and OVERRUN)"
+
+
+TRICKLES_AND_SPINS = """import os, signal, struct, sys, threading, time
+sys.path.insert(0, {folder!r})
+import wire
+out = int(sys.argv[2])
+os.write(out, wire.pack({{"op": "hello"}}, []) + wire.pack({{"op": "ready"}}, []))
+os.write(out, struct.pack("<Q", 1000))  # a reply of 1,000 bytes, sent a byte every 0.3 s
+
+
+def trickle():
+    for _ in range(200):
+        time.sleep(0.3)
+        os.write(out, b"x")
+
+
+signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGPROF}})
+threading.Thread(target=trickle, daemon=True).start()
+while True:
+    pass
+"""
+
+
+def test_a_call_that_trickles_its_reply_while_it_spins_is_ended_at_its_overrun(tmp_path, monkeypatch):
+    "Its bytes came more often than the once-a-second look at the CPU, which then never came: the backstop did."
+    monkeypatch.setattr(remote, "OVERRUN", 0.5)
+    sandbox.copy_worker_files(tmp_path)
+    script = tmp_path / "trickling_worker.py"
+    script.write_text(TRICKLES_AND_SPINS.format(folder=str(tmp_path)))
+    setup = remote.WorkerSetup({"op": "plan", "cell_timeout": 1}, [], {"memory_mb": 256}, False, str(script))
+    worker = remote.Worker(setup, remote.Stopwatch())
+    proxy = remote.Remote.__new__(remote.Remote)
+    proxy.budget, proxy.plan = None, {"cell_timeout": 1}
+    try:
+        with pytest.raises(remote.Overran):
+            proxy.receive_reply(worker, wait=60, left=60)
+    finally:
+        worker.close()

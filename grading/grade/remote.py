@@ -21,7 +21,7 @@ import numpy as np
 
 from ..common.errors import GraderFault, Refusal
 from ..sandbox import sandbox, wire
-from .clock import Budget, Stopwatch
+from .clock import SLICE, Budget, Stopwatch
 from .ownership import check_changes, may_change, object_paths
 from .student_errors import StudentError, exception_of, students
 
@@ -80,22 +80,27 @@ class Worker:
                 sandboxed=sandboxed,
                 **setup.limits,
             )
-        except OSError as error:
-            raise GraderFault(f"the sandbox could not be started ({error})") from None
+        except BaseException as error:
+            os.close(self.to_child)
+            os.close(self.from_child)
+            if isinstance(error, OSError):
+                raise GraderFault(f"the sandbox could not be started ({error})") from None
+            raise
         finally:
             os.close(child_in)
             os.close(child_out)
         self.buffer, self.timeout, self.closed = b"", plan["cell_timeout"] + GRACE, False
         try:
-            self.send(wire.pack(plan, []))
-            self.handshake(stopwatch, started, sandboxed)
+            self.handshake(plan, stopwatch, started, sandboxed)
         except BaseException:
             self.close()  # a worker that did not start is stopped here: its sandbox, its cgroups, the two pipes
             raise
 
-    def handshake(self, stopwatch: Stopwatch, started: float, sandboxed: bool) -> None:
-        "The worker's hello (its Python and NumPy started), then its ready (the student's module imported)."
+    def handshake(self, plan: dict, stopwatch: Stopwatch, started: float, sandboxed: bool) -> None:
+        """The plan sent; the worker's hello (its Python and NumPy started), then its ready (the student's module
+        imported). Before the hello no code of the student's has run: a failure there is the grader's."""
         try:
+            self.send(wire.pack(plan, []))
             hello, _ = self.receive(Budget(STARTUP))
         except (EOFError, TimeoutError, wire.WireError, OSError):
             self.close()
@@ -117,16 +122,20 @@ class Worker:
 
     def receive(self, budget: Budget, overran: Callable[[], bool] | None = None) -> tuple[dict, list[np.ndarray]]:
         """The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is
-        spent, or as soon as `overran()`, asked about once a second while waiting, says True."""
+        spent, or Overran as soon as `overran()`, asked about once a second, says True. Both are checked while bytes
+        arrive too: a message trickled a byte at a time must not keep the grader waiting past either."""
+        asked = [time.monotonic()]
 
         def read(n: int) -> bytes:
             while not self.buffer:
                 ready, _, _ = select.select([self.from_child], [], [], budget.next_wait())
-                if not ready:
-                    if budget.expired():
-                        raise TimeoutError()
-                    if overran is not None and overran():
+                if budget.expired():
+                    raise TimeoutError()
+                if overran is not None and time.monotonic() - asked[0] >= SLICE:
+                    asked[0] = time.monotonic()
+                    if overran():
                         raise Overran()
+                if not ready:
                     continue
                 self.buffer = os.read(self.from_child, 1 << 20)
                 if not self.buffer:
@@ -272,12 +281,14 @@ class Remote:
         started = time.perf_counter()
         wait = BACKSTOP * worker.timeout  # the CPU limit comes first; a call that sleeps meets this one
         left = self.budget.remaining() if self.budget is not None else wait
+        start = before = sandbox.cpu_seconds_used(worker.process)  # its CPU limit holds for the call, callbacks too
         try:
             worker.send(request)
             while True:
                 # never past the notebook's time (red team round 6: calls that slept just under the backstop, 12 in
                 # a hidden cell, ran the job past its limit, which is reported as the grader's fault: not graded)
-                reply, arrays = self.receive_reply(worker, wait, left)
+                reply, arrays = self.receive_reply(worker, wait, left, start, before)
+                before = None  # after a callback: read afresh
                 if reply.get("call") != worker.calls or reply.get("op") not in ("return", "raise", "callback"):
                     raise wire.WireError("a reply out of turn")
                 if reply.get("op") != "callback":
@@ -322,14 +333,18 @@ class Remote:
         finally:
             self.stopwatch.add("student", time.perf_counter() - started)  # (callbacks included: see grading.grade.job)
 
-    def receive_reply(self, worker: Worker, wait: float, left: float) -> tuple[dict, list]:
+    def receive_reply(
+        self, worker: Worker, wait: float, left: float, start: float | None = None, before: float | None = None
+    ) -> tuple[dict, list]:
         """The worker's next message within the call's backstop (`wait`) and the notebook's time (`left`). A wait
         that runs out while the sandbox is computing (its CPU time grew by COMPUTING of the wait) and has not yet
         used the call's CPU limit goes on, at most EXTENSIONS times and never past the notebook's time: the limit
         ends the call, as on a quiet machine (a loaded machine ran an endless loop's backstop out first, red team
         frank). A call that sleeps meets the backstop; one that computes OVERRUN past its limit (it ignores the
-        alarm: gina) is ended then, on a busy machine too, without waiting for the backstop."""
-        start = before = sandbox.cpu_seconds_used(worker.process)
+        alarm: gina) is ended then, on a busy machine too, without waiting for the backstop. `start`: the sandbox's
+        CPU seconds when the call began; `before`: now (each read here when not given)."""
+        before = sandbox.cpu_seconds_used(worker.process) if before is None else before
+        start = before if start is None else start
         extensions, limit = 0, self.plan["cell_timeout"]
 
         def overran() -> bool:
@@ -343,7 +358,9 @@ class Remote:
                 raise
             except TimeoutError:
                 now = sandbox.cpu_seconds_used(worker.process)
-                computing = None not in (before, now) and now - before >= COMPUTING * wait and now - start < limit
+                computing = (  # up to the overrun: on a busy machine the backstop may come first
+                    None not in (before, now) and now - before >= COMPUTING * wait and now - start < limit + OVERRUN
+                )
                 remaining = self.budget.remaining() if self.budget is not None else wait
                 if extensions == EXTENSIONS or not computing or min(left, remaining) < wait:
                     raise
