@@ -175,11 +175,10 @@ def test_a_worker_that_does_not_start_is_stopped_with_its_cgroups(tmp_path, monk
 @needs_cgroups
 def test_the_cgroups_of_a_job_killed_from_outside_are_removed_by_the_next_sandbox(monkeypatch):
     "A job SIGKILLed never stops its sandboxes; the next sandbox made beside them removes their empty cgroups."
-    job = os.fork()
-    if job == 0:  # a job that makes a sandbox's cgroups and ends without removing them
-        cgroup.Cgroups.make(64)
-        os._exit(0)
-    os.waitpid(job, 0)
+    make = "from grading.sandbox import cgroup; cgroup.Cgroups.make(64)"  # a job that ends without removing them
+    process = subprocess.Popen([sys.executable, "-c", make], cwd=Path(cgroup.__file__).parents[2])
+    assert process.wait(timeout=60) == 0
+    job = process.pid
     version, parents = cgroup.places()
     left = [folder for parent in parents for folder in parent.glob(f"tinytorch-{job}-*")]
     assert left, "the job made no cgroups"
@@ -205,3 +204,11 @@ def test_a_sandbox_that_cannot_start_leaves_no_folder_or_cgroup(tmp_path, monkey
         sandbox.start([str(tmp_path / "no-such-program")], [], sandboxed=False, memory_mb=64)
     assert not list(tmp_path.glob("tinytorch-*")), "its working folder was left"
     assert not [folder for group in made if group is not None for folder in group.folders if folder.exists()]
+
+
+def test_the_sweep_leaves_what_it_did_not_make(tmp_path):
+    "Names of another program's, or a number no process has: kept, and no sandbox's start fails over them."
+    for name in ("tinytorch-99999999999999999999-ab", "tinytorch-ci", "tinytorch-1-notours", "other-1-ab"):
+        (tmp_path / name).mkdir()
+    cgroup.sweep([tmp_path])
+    assert len(list(tmp_path.iterdir())) == 4

@@ -28,7 +28,7 @@ ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory", "cpu")
 PIDS_MAX = 256  # processes and threads of one sandbox: a kernel, its threads and a few helpers use about 40
 CPU_PERIOD = 100_000  # microseconds
-NAME = re.compile(r"tinytorch-(\d+)-[0-9a-f]+")  # a sandbox's cgroup, named after the process that made it
+NAME = re.compile(r"tinytorch-(\d{1,9})-[0-9a-f]+")  # a sandbox's cgroup, named after the process that made it
 STALE = 60  # seconds an empty cgroup of an ended process is left alone (its maker may be in another PID namespace)
 
 

@@ -425,8 +425,9 @@ def start(
     else:
         user = student_id(STUDENT_USER["name"]) if STUDENT_USER["name"] else None
         full, env, workdir = unsandboxed(argv, env or {}, user)
-    group = cgroup.Cgroups.make(memory_mb)  # the limits of the sandbox as a whole, where the host has cgroups
+    group = None
     try:
+        group = cgroup.Cgroups.make(memory_mb)  # the limits of the sandbox as a whole, where the host has cgroups
         process = subprocess.Popen(
             full,
             stdin=subprocess.DEVNULL,
