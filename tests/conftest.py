@@ -88,6 +88,24 @@ def load_script(path):
     return module
 
 
+FAKE_WORKER = """import os, signal, struct, sys, threading, time
+sys.path.insert(0, {folder!r})
+import wire
+out = int(sys.argv[2])
+"""
+
+
+def fake_worker(folder, code):
+    """A worker script in `folder` that runs `code` (its reply pipe is `out`, the wire package imported) in place of
+    grading's worker: for grading.grade.remote.WorkerSetup, to make a worker fail or misbehave on purpose."""
+    from grading.sandbox import sandbox
+
+    sandbox.copy_worker_files(folder)
+    script = Path(folder) / "fake_worker.py"
+    script.write_text(FAKE_WORKER.format(folder=str(folder)) + code)
+    return script
+
+
 SMALL_COURSE = ("02_function", "03_gradcheck")
 
 

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from conftest import fake_worker
 from grading.grade import remote
 from grading.sandbox import sandbox
 
@@ -86,42 +87,9 @@ def test_a_computing_call_is_not_waited_for_past_the_notebooks_time(monkeypatch)
     assert worker.waits == 1
 
 
-SPINS_PAST_ITS_ALARM = """import os, signal, sys
-sys.path.insert(0, {folder!r})
-import wire
-out = int(sys.argv[2])
-os.write(out, wire.pack({{"op": "hello"}}, []) + wire.pack({{"op": "ready"}}, []))
-signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGPROF}})  # as gina of the red team does
-while True:
-    pass
-"""
-
-
-def test_a_call_that_computes_past_its_cpu_limit_is_ended_then_not_at_the_backstop(tmp_path, monkeypatch):
-    monkeypatch.setattr(remote, "OVERRUN", 0.5)  # a second and a half of CPU in all
-    sandbox.copy_worker_files(tmp_path)
-    script = tmp_path / "spinning_worker.py"
-    script.write_text(SPINS_PAST_ITS_ALARM.format(folder=str(tmp_path)))
-    setup = remote.WorkerSetup({"op": "plan", "cell_timeout": 1}, [], {"memory_mb": 256}, False, str(script))
-    worker = remote.Worker(setup, remote.Stopwatch())
-    proxy = remote.Remote.__new__(remote.Remote)
-    proxy.budget, proxy.plan = None, {"cell_timeout": 1}
-    try:
-        before = sandbox.cpu_seconds_used(worker.process)
-        with pytest.raises(remote.Overran):
-            proxy.receive_reply(worker, wait=120, left=120)
-        used = sandbox.cpu_seconds_used(worker.process) - before
-    finally:
-        worker.close()
-    assert 1.5 <= used < 3.5, f"ended after {used:.1f} s of CPU, not at 1.5 (its limit of 1 s and OVERRUN)"
-
-
-TRICKLES_AND_SPINS = """import os, signal, struct, sys, threading, time
-sys.path.insert(0, {folder!r})
-import wire
-out = int(sys.argv[2])
-os.write(out, wire.pack({{"op": "hello"}}, []) + wire.pack({{"op": "ready"}}, []))
-os.write(out, struct.pack("<Q", 1000))  # a reply of 1,000 bytes, sent a byte every 0.3 s
+STARTED = 'os.write(out, wire.pack({"op": "hello"}, []) + wire.pack({"op": "ready"}, []))\n'
+SPIN = "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})  # as gina of the red team does\nwhile True:\n    pass\n"
+TRICKLE = """os.write(out, struct.pack("<Q", 1000))  # a reply of 1,000 bytes, sent a byte every 0.3 s
 
 
 def trickle():
@@ -130,25 +98,33 @@ def trickle():
         os.write(out, b"x")
 
 
-signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGPROF}})
 threading.Thread(target=trickle, daemon=True).start()
-while True:
-    pass
 """
 
 
-def test_a_call_that_trickles_its_reply_while_it_spins_is_ended_at_its_overrun(tmp_path, monkeypatch):
-    "Its bytes came more often than the once-a-second look at the CPU, which then never came: the backstop did."
-    monkeypatch.setattr(remote, "OVERRUN", 0.5)
-    sandbox.copy_worker_files(tmp_path)
-    script = tmp_path / "trickling_worker.py"
-    script.write_text(TRICKLES_AND_SPINS.format(folder=str(tmp_path)))
+def call_overruns(tmp_path, monkeypatch, code):
+    """Start a worker that runs `code` once started, and wait for a reply to a call with a CPU limit of 1 s and an
+    OVERRUN of 0.5 s; return the sandbox's CPU seconds the wait took. Overran must end it."""
+    monkeypatch.setattr(remote, "OVERRUN", 0.5)  # a second and a half of CPU in all
+    script = fake_worker(tmp_path, STARTED + code)
     setup = remote.WorkerSetup({"op": "plan", "cell_timeout": 1}, [], {"memory_mb": 256}, False, str(script))
     worker = remote.Worker(setup, remote.Stopwatch())
     proxy = remote.Remote.__new__(remote.Remote)
     proxy.budget, proxy.plan = None, {"cell_timeout": 1}
     try:
+        before = sandbox.cpu_seconds_used(worker.process)
         with pytest.raises(remote.Overran):
             proxy.receive_reply(worker, wait=60, left=60)
+        return sandbox.cpu_seconds_used(worker.process) - before
     finally:
         worker.close()
+
+
+def test_a_call_that_computes_past_its_cpu_limit_is_ended_then_not_at_the_backstop(tmp_path, monkeypatch):
+    used = call_overruns(tmp_path, monkeypatch, SPIN)
+    assert 1.5 <= used < 3.5, f"ended after {used:.1f} s of CPU, not at 1.5 (its limit of 1 s and OVERRUN)"
+
+
+def test_a_call_that_trickles_its_reply_while_it_spins_is_ended_at_its_overrun(tmp_path, monkeypatch):
+    "Its bytes came more often than the once-a-second look at the CPU, which then never came: the backstop did."
+    call_overruns(tmp_path, monkeypatch, TRICKLE + SPIN)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import fake_worker
 from grading.grade import remote
 from grading.sandbox import cgroup, sandbox, wire
 
@@ -136,13 +137,18 @@ def test_a_fork_bomb_in_one_sandbox_leaves_another_its_processes():
     assert sys.platform.startswith("linux")
 
 
-FAKE_WORKER = """import os, sys, time
-sys.path.insert(0, {folder!r})
-import wire
-out = int(sys.argv[2])
-{start}
-"""
 SAID_HELLO = "os.write(out, wire.pack({'op': 'hello'}, []))\n"
+
+
+def record_made(monkeypatch):
+    "A list of every Cgroups.make's result from now on."
+    made, real_make = [], cgroup.Cgroups.make
+    monkeypatch.setattr(cgroup.Cgroups, "make", lambda *a, **k: made.append(real_make(*a, **k)) or made[-1])
+    return made
+
+
+def left_behind(made):
+    return [folder for group in made if group is not None for folder in group.folders if folder.exists()]
 
 
 @pytest.mark.parametrize(
@@ -155,21 +161,17 @@ SAID_HELLO = "os.write(out, wire.pack({'op': 'hello'}, []))\n"
     ids=["ends-before-hello", "ends-while-importing", "forges-ready"],
 )
 def test_a_worker_that_does_not_start_is_stopped_with_its_cgroups(tmp_path, monkeypatch, start, raised):
-    sandbox.copy_worker_files(tmp_path)
-    script = tmp_path / "fake_worker.py"
-    script.write_text(FAKE_WORKER.format(folder=str(tmp_path), start=start))
-    started, stopped, made = [], [], []
-    real_start, real_stop, real_make = sandbox.start, sandbox.stop, cgroup.Cgroups.make
+    script = fake_worker(tmp_path, start)
+    started, stopped, made = [], [], record_made(monkeypatch)
+    real_start, real_stop = sandbox.start, sandbox.stop
     monkeypatch.setattr(sandbox, "start", lambda *a, **k: started.append(real_start(*a, **k)) or started[-1])
     monkeypatch.setattr(sandbox, "stop", lambda process: stopped.append(process) or real_stop(process))
-    monkeypatch.setattr(cgroup.Cgroups, "make", lambda *a, **k: made.append(real_make(*a, **k)) or made[-1])
     setup = remote.WorkerSetup({"op": "plan", "cell_timeout": 2}, [], {"memory_mb": 256}, False, str(script))
     with pytest.raises(raised):
         remote.Worker(setup, remote.Stopwatch())
     assert stopped == started and len(started) == 1, "stopped once, as soon as it failed: not at the job's end"
     assert started[0].poll() is not None
-    leftover = [folder for group in made if group is not None for folder in group.folders if folder.exists()]
-    assert not leftover, f"cgroups left behind: {leftover}"
+    assert not left_behind(made), f"cgroups left behind: {left_behind(made)}"
 
 
 @needs_cgroups
@@ -198,12 +200,11 @@ def test_a_sandbox_that_cannot_start_leaves_no_folder_or_cgroup(tmp_path, monkey
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the unsandboxed start makes its folder
-    made, real_make = [], cgroup.Cgroups.make
-    monkeypatch.setattr(cgroup.Cgroups, "make", lambda *a, **k: made.append(real_make(*a, **k)) or made[-1])
+    made = record_made(monkeypatch)
     with pytest.raises(OSError):
         sandbox.start([str(tmp_path / "no-such-program")], [], sandboxed=False, memory_mb=64)
     assert not list(tmp_path.glob("tinytorch-*")), "its working folder was left"
-    assert not [folder for group in made if group is not None for folder in group.folders if folder.exists()]
+    assert not left_behind(made)
 
 
 def test_the_sweep_leaves_what_it_did_not_make(tmp_path):

@@ -124,15 +124,16 @@ class Worker:
         """The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is
         spent, or Overran as soon as `overran()`, asked about once a second, says True. Both are checked while bytes
         arrive too: a message trickled a byte at a time must not keep the grader waiting past either."""
-        asked = [time.monotonic()]
+        asked = time.monotonic()
 
         def read(n: int) -> bytes:
+            nonlocal asked
             while not self.buffer:
                 ready, _, _ = select.select([self.from_child], [], [], budget.next_wait())
                 if budget.expired():
                     raise TimeoutError()
-                if overran is not None and time.monotonic() - asked[0] >= SLICE:
-                    asked[0] = time.monotonic()
+                if overran is not None and time.monotonic() - asked >= SLICE:
+                    asked = time.monotonic()
                     if overran():
                         raise Overran()
                 if not ready:
