@@ -172,9 +172,14 @@ def kit():
     return out
 
 
+MUL_GRADS = (  # 04's MulBackward as its solution computes the two gradients
+    "grad_a = unbroadcast(grad_output * b, a.shape)\n        if self.needs_grad(1):\n"
+    "            grad_b = unbroadcast(grad_output * a, b.shape)"
+)
 WRONG_MUL = (  # carol's one mistake: 04's MulBackward returns each input's gradient times itself
-    "unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
-    "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)",
+    MUL_GRADS,
+    "grad_a = unbroadcast(grad_output * a, a.shape)\n        if self.needs_grad(1):\n"
+    "            grad_b = unbroadcast(grad_output * b, b.shape)",
 )
 
 

@@ -46,7 +46,9 @@ CASES = [
         "syntax-mul",
         "a syntax error in one exercise cell",
         ELEMENTWISE,
-        replace_in("solution-MulBackward", "return unbroadcast(grad_output * b", "return unbroadcast((grad_output * b"),
+        replace_in(
+            "solution-MulBackward", "grad_a = unbroadcast(grad_output * b", "grad_a = unbroadcast((grad_output * b"
+        ),
         says=["SyntaxError: '(' was never closed (line 7 of the cell 'class MulBackward(Function):')"],
         test_says={"mul_backward": "MulBackward is not defined", "add_backward": ""},
     ),

@@ -47,7 +47,7 @@ def test_the_docstring_says_what_the_rule_computes_not_its_gradient(module, name
 
 
 def gradients(rule, *inputs, g=None, **extras):
-    tensors = [Tensor(np.asarray(x, dtype=float)) for x in inputs]
+    tensors = [Tensor(np.asarray(x, dtype=float), requires_grad=True) for x in inputs]
     out_shape = np.broadcast_shapes(*(t.shape for t in tensors))
     g = Tensor(np.ones(out_shape) if g is None else np.asarray(g, dtype=float))
     return [grad.data for grad in rule(*tensors, **extras).apply(g)]

@@ -11,10 +11,15 @@ import json
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import MUL_GRADS, REPO, run_cli
 from grading.common.answers import solved
 from grading.common.notebooks import read_notebook, strip_markers, write_notebook
 
+MUL_BODY = (
+    "grad_a = grad_b = None\n        if self.needs_grad(0):\n            "
+    + MUL_GRADS
+    + "\n        return grad_a, grad_b"
+)
 OVERWRITE = "out = np.zeros({shape})\n        out[{index}] = grad_output.data\n        return (Tensor(out),)"
 RECURSIVE_ORDER_OLD = """    while stack:
         tensor, expanded = stack.pop()
@@ -25,8 +30,9 @@ RECURSIVE_ORDER_OLD = """    while stack:
             continue
         visited.add(id(tensor))
         stack.append((tensor, True))
-        for t in inputs_of(tensor):
-            if id(t) not in visited:
+        function = tensor._grad_fn  # inputs_of(tensor), written out: this loop runs for every tensor of the graph
+        for t in () if function is None else function.saved_tensors or ():
+            if getattr(t, "requires_grad", False) and id(t) not in visited:
                 stack.append((t, False))"""
 RECURSIVE_ORDER_NEW = """    def visit(tensor):
         if id(tensor) not in visited:
@@ -94,15 +100,16 @@ MUTANTS = [
         "04_elementwise",
         "mul_backward",
         "operands swapped",
-        "unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
-        "unbroadcast(grad_output * a, a.shape), unbroadcast(grad_output * b, b.shape)",
+        MUL_GRADS,
+        "grad_a = unbroadcast(grad_output * a, a.shape)\n        if self.needs_grad(1):\n"
+        "            grad_b = unbroadcast(grad_output * b, b.shape)",
     ),
     (
         "04_elementwise",
         "mul_backward",
         "broadcast gradient not reduced",
-        "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
-        "return grad_output * b, grad_output * a",
+        MUL_GRADS,
+        "grad_a = grad_output * b\n        if self.needs_grad(1):\n            grad_b = grad_output * a",
     ),
     ("04_elementwise", "div_backward", "b not squared", "-grad_output * a / (b * b)", "-grad_output * a / b"),
     (
@@ -595,9 +602,8 @@ STUDENT_BUGS = [
         "04_elementwise",
         "mul_backward",
         "overwrites grad_output's data for a",
-        "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
-        "ga = grad_output\n        ga.data = ga.data * b.data\n"
-        "        return unbroadcast(ga, a.shape), unbroadcast(grad_output * a, b.shape)",
+        "grad_a = unbroadcast(grad_output * b, a.shape)",
+        "ga = grad_output\n            ga.data = ga.data * b.data\n            grad_a = unbroadcast(ga, a.shape)",
     ),
     (
         "04_elementwise",
@@ -1124,7 +1130,7 @@ NUMERICAL_RULES += [
         "04_elementwise",
         "mul_backward",
         "numerical: 03's numerical_grad",
-        "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+        MUL_BODY,
         "from tinytorch.core.gradcheck import numerical_grad\n\n        g = grad_output.data\n"
         "        grads = numerical_grad(lambda x, y: np.sum(x * y * g), [a.data, b.data])\n"
         "        return Tensor(grads[0]), Tensor(grads[1])",
@@ -1501,7 +1507,9 @@ ALTERNATIVES = [
         "topological order by Kahn's algorithm (in-degrees)",
         "while stack:\n        tensor, expanded = stack.pop()\n        if expanded:\n            order.append(tensor)\n"
         "            continue\n        if id(tensor) in visited:\n            continue\n        visited.add(id(tensor))\n"
-        "        stack.append((tensor, True))\n        for t in inputs_of(tensor):\n            if id(t) not in visited:\n"
+        "        stack.append((tensor, True))\n        function = tensor._grad_fn  # inputs_of(tensor), written out: this "
+        "loop runs for every tensor of the graph\n        for t in () if function is None else function.saved_tensors "
+        'or ():\n            if getattr(t, "requires_grad", False) and id(t) not in visited:\n'
         "                stack.append((t, False))",
         "nodes, todo = {id(root): root}, [root]\n    while todo:\n        for t in inputs_of(todo.pop()):\n"
         "            if id(t) not in nodes:\n                nodes[id(t)] = t\n                todo.append(t)\n"
@@ -1601,14 +1609,16 @@ ALTERNATIVES = [
     (
         "04_elementwise",
         "mul: factors in the other order, in named variables",
-        "return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)",
+        MUL_BODY,
         "grad_a = b * grad_output\n        grad_b = a * grad_output\n"
         "        return unbroadcast(grad_a, a.shape), unbroadcast(grad_b, b.shape)",
     ),
     (
         "04_elementwise",
         "div: b's gradient from a's (-grad_a * a / b)",
-        "return unbroadcast(grad_output / b, a.shape), unbroadcast(-grad_output * a / (b * b), b.shape)",
+        "grad_a = grad_b = None\n        if self.needs_grad(0):\n            grad_a = unbroadcast(grad_output / b, a.shape)\n"
+        "        if self.needs_grad(1):\n            grad_b = unbroadcast(-grad_output * a / (b * b), b.shape)\n"
+        "        return grad_a, grad_b",
         "grad_a = grad_output / b\n        grad_b = -grad_a * a / b\n"
         "        return unbroadcast(grad_a, a.shape), unbroadcast(grad_b, b.shape)",
     ),

@@ -1,8 +1,10 @@
 """Issue 45, point 2: the engine's faster paths compute what the slower ones did. A Python number next to a tensor is
-recorded with a rule of its own that computes no gradient for the number; SGD moves the weights without a new array
+recorded with a rule of its own that computes no gradient for the number, as a product with a constant tensor
+computes none for it; SGD moves the weights without a new array
 per step; and benchmarks/engines.py, which times tinytorch against hand NumPy (and PyTorch), gives every engine the
 same problem, so their first losses agree."""
 
+import operator
 import tracemalloc
 from pathlib import Path
 
@@ -11,6 +13,8 @@ import pytest
 
 import tinytorch  # noqa: F401  (enables autograd)
 from conftest import load_script
+from tinytorch.core import elementwise
+from tinytorch.core.function import Function, attach
 from tinytorch.core.gradcheck import gradcheck
 from tinytorch.core.optimizers import SGD
 from tinytorch.core.tensor import Tensor
@@ -45,6 +49,42 @@ def test_a_python_number_is_recorded_without_a_tensor_for_it_and_gets_the_same_g
 def test_a_number_next_to_an_integer_tensor_promotes_as_numpy_does():
     ids = Tensor(np.array([1, 2, 3]))
     assert (ids * 2).dtype == np.int64 and (ids / 2).dtype == np.float64 and (ids + 0.5).dtype == np.float64
+
+
+@pytest.mark.parametrize("rule, op", [("MulBackward", operator.mul), ("DivBackward", operator.truediv)])
+@pytest.mark.parametrize("constant", [0, 1])
+def test_a_product_or_quotient_computes_no_gradient_for_a_constant_factor(rule, op, constant):
+    rng = np.random.default_rng(5)
+    arrays = [rng.normal(size=(2, 3)), rng.uniform(0.5, 2, size=(3,))]
+    both = getattr(elementwise, rule)(*[Tensor(a, requires_grad=True) for a in arrays])
+    one = getattr(elementwise, rule)(*[Tensor(a, requires_grad=i != constant) for i, a in enumerate(arrays)])
+    g = Tensor(rng.normal(size=(2, 3)))
+    expected, found = both.apply(g), one.apply(g)
+    assert found[constant] is None
+    assert np.array_equal(found[1 - constant].data, expected[1 - constant].data)
+    tensors = [Tensor(a, requires_grad=i != constant) for i, a in enumerate(arrays)]
+    out = op(*tensors)
+    out.sum().backward()
+    assert type(out._grad_fn).__name__ == rule
+    assert tensors[constant].grad is None and tensors[1 - constant].grad.shape == arrays[1 - constant].shape
+
+
+class ShapeOfItsOwn(Function):
+    "out = a * b, whose rule returns b's gradient in a wrong shape."
+
+    def apply(self, grad_output):
+        a, b = self.saved_tensors
+        return grad_output * b, Tensor(np.zeros(7))
+
+
+def test_the_engine_drops_a_constants_gradient_unread_and_checks_the_others():
+    a = Tensor(np.ones(3), requires_grad=True)
+    b = Tensor(np.full(3, 2.0))  # a constant: its gradient, whatever its shape, is dropped
+    attach(Tensor(a.data * b.data), ShapeOfItsOwn, a, b).sum().backward()
+    assert np.array_equal(a.grad.data, [2.0, 2.0, 2.0]) and b.grad is None
+    b.requires_grad = True  # now it is read, and checked
+    with pytest.raises(RuntimeError, match=r"ShapeOfItsOwn returned a gradient of shape \(7,\) for input 1"):
+        attach(Tensor(a.data * b.data), ShapeOfItsOwn, a, b).sum().backward()
 
 
 def test_an_sgd_step_makes_no_array_the_size_of_a_weight():

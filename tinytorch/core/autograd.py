@@ -253,11 +253,14 @@ def _call_rule(function, grad, create_graph):
     grads = function.apply(grad)
     if type(grads) is tuple and len(grads) == len(saved):  # the usual answer, checked in one pass without calls
         for tensor, g in zip(saved, grads):
-            if g is not None and (
-                type(g) is not Tensor
-                or type(tensor) is not Tensor
-                or g.data.shape != tensor.data.shape
-                or (tensor.requires_grad and g.data.dtype != tensor.data.dtype)
+            if (
+                g is not None
+                and getattr(tensor, "requires_grad", False)  # a constant's gradient is dropped: no need to check it
+                and (
+                    type(g) is not Tensor
+                    or g.data.shape != tensor.data.shape
+                    or (g.data.dtype is not tensor.data.dtype and g.data.dtype != tensor.data.dtype)
+                )
             ):
                 break  # something to convert or to report: the checks below say what
         else:
@@ -271,6 +274,8 @@ def _call_rule(function, grad, create_graph):
         )
     checked = []
     for i, (tensor, g) in enumerate(zip(function.saved_tensors, grads)):
+        if not getattr(tensor, "requires_grad", False):
+            g = None  # data or a constant: no gradient flows into it, whatever the rule computed
         if g is not None and not isinstance(g, Tensor):
             g = Tensor(g)
         if g is not None and isinstance(tensor, Tensor) and g.shape != tensor.shape:
@@ -284,7 +289,7 @@ def _call_rule(function, grad, create_graph):
                 f"{type(function).__name__} returned a gradient of shape {g.shape} for input {i} of shape "
                 f"{tensor.shape}. A gradient has its input's shape: {fix}"
             )
-        if g is not None and getattr(tensor, "requires_grad", False) and g.dtype != tensor.dtype:
+        if g is not None and g.dtype != tensor.dtype:
             g = g.to(tensor.dtype)  # a gradient has its input's dtype: float32 stays float32 next to a float64 constant
         checked.append(g)
     return tuple(checked)
@@ -417,8 +422,9 @@ def topological_order(root: Tensor) -> list[Tensor]:
             continue
         visited.add(id(tensor))
         stack.append((tensor, True))
-        for t in inputs_of(tensor):
-            if id(t) not in visited:
+        function = tensor._grad_fn  # inputs_of(tensor), written out: this loop runs for every tensor of the graph
+        for t in () if function is None else function.saved_tensors or ():
+            if getattr(t, "requires_grad", False) and id(t) not in visited:
                 stack.append((t, False))
     ### END SOLUTION
     return order[::-1]

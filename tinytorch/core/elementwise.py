@@ -52,9 +52,16 @@ class MulBackward(Function):
 
     def apply(self, grad_output):
         a, b = self.saved_tensors
-        ### BEGIN SOLUTION
-        return unbroadcast(grad_output * b, a.shape), unbroadcast(grad_output * a, b.shape)
-        ### END SOLUTION
+        grad_a = grad_b = None
+        if self.needs_grad(0):
+            ### BEGIN SOLUTION
+            grad_a = unbroadcast(grad_output * b, a.shape)
+            ### END SOLUTION
+        if self.needs_grad(1):
+            ### BEGIN SOLUTION
+            grad_b = unbroadcast(grad_output * a, b.shape)
+            ### END SOLUTION
+        return grad_a, grad_b
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-016
 class DivBackward(Function):
@@ -62,9 +69,16 @@ class DivBackward(Function):
 
     def apply(self, grad_output):
         a, b = self.saved_tensors
-        ### BEGIN SOLUTION
-        return unbroadcast(grad_output / b, a.shape), unbroadcast(-grad_output * a / (b * b), b.shape)
-        ### END SOLUTION
+        grad_a = grad_b = None
+        if self.needs_grad(0):
+            ### BEGIN SOLUTION
+            grad_a = unbroadcast(grad_output / b, a.shape)
+            ### END SOLUTION
+        if self.needs_grad(1):
+            ### BEGIN SOLUTION
+            grad_b = unbroadcast(-grad_output * a / (b * b), b.shape)
+            ### END SOLUTION
+        return grad_a, grad_b
 
 # %% ../../notebooks/04_elementwise.ipynb #c04-019
 class NegBackward(Function):

@@ -38,7 +38,8 @@ class Function:
     def release(self):
         "Drop the saved tensors (and any other tensor the rule keeps: an output, a mask) so the graph's memory can be freed."
         self.saved_tensors = None
-        for name in self._kept_tensors():
+        kept = _KEPT_TENSORS.get(type(self))  # known after the first rule of a kind: no call
+        for name in self._kept_tensors() if kept is None else kept:
             setattr(self, name, None)
 
     def _kept_tensors(self):
