@@ -49,7 +49,7 @@ CASES = [
         replace_in(
             "solution-MulBackward", "grad_a = unbroadcast(grad_output * b", "grad_a = unbroadcast((grad_output * b"
         ),
-        says=["SyntaxError: '(' was never closed (line 7 of the cell 'class MulBackward(Function):')"],
+        says=["SyntaxError: '(' was never closed (line 9 of the cell 'class MulBackward(Function):')"],
         test_says={"mul_backward": "MulBackward is not defined", "add_backward": ""},
     ),
     Case(

@@ -46,9 +46,13 @@ RECURSIVE_ORDER_NEW = """    def visit(tensor):
 # MaxPool2dBackward's whole apply, and the same rule written straight into the image (a correct alternative, and the
 # base of two mutants)
 MAXPOOL_WHOLE = """(x,) = self.saved_tensors
-        winners = np.arange(self.k * self.k) == self.argmax[..., None]  # one-hot: each window's argmax position
-        grad_windows = winners * grad_output.data[..., None]
+        g = np.empty_like(self.argmax, dtype=grad_output.dtype)  # g, laid out in memory as argmax (and x) are
+        g[...] = grad_output.data
+        positions = np.arange(self.k * self.k).reshape(-1, 1, 1, 1, 1)
+        winners = self.argmax == positions  # one-hot, one slice per place in the window: (k·k, N, C, H', W')
+        grad_windows = np.moveaxis(winners * g, 0, -1)  # (N, C, H', W', k·k), as unwindow takes it
         return (Tensor(unwindow(grad_windows, x.shape, self.k, self.stride)),)"""
+MAXPOOL_ROUTING = "grad_windows = np.moveaxis(winners * g, 0, -1)"
 MAXPOOL_DIRECT = """(x,) = self.saved_tensors
         n, c, out_h, out_w = self.argmax.shape
         rows = np.arange(out_h)[:, None] * self.stride + self.argmax // self.k
@@ -325,15 +329,15 @@ MUTANTS = [
         "12_conv",
         "maxpool2d_backward",
         "gradient to every element",
-        "grad_windows = winners * grad_output.data[..., None]",
-        "grad_windows = np.ones_like(winners) * grad_output.data[..., None]",
+        MAXPOOL_ROUTING,
+        "grad_windows = np.moveaxis(np.ones_like(winners) * g, 0, -1)",
     ),
     (
         "12_conv",
         "maxpool2d_backward",
         "average-pool gradient",
-        "grad_windows = winners * grad_output.data[..., None]",
-        "grad_windows = np.ones_like(winners) * grad_output.data[..., None] / (self.k * self.k)",
+        MAXPOOL_ROUTING,
+        "grad_windows = np.moveaxis(np.ones_like(winners) * g / (self.k * self.k), 0, -1)",
     ),
     (
         "13_embedding",
@@ -787,7 +791,7 @@ STUDENT_BUGS = [
         "12_conv",
         "maxpool2d_backward",
         "every tied maximum gets the gradient",
-        "grad_windows = winners * grad_output.data[..., None]",
+        MAXPOOL_ROUTING,
         "windows = window(x.data, self.k)\n"
         "        grad_windows = (windows == windows.max(axis=-1, keepdims=True)) * grad_output.data[..., None]",
     ),

@@ -131,12 +131,16 @@ class Conv2dBackward(Function):
         ### END SOLUTION
 
 # %% ../../notebooks/12_conv.ipynb #c12-011
-def window(x, k, stride=None):
-    "The k×k windows of x (N, C, H, W) every `stride` pixels (default k: side by side), flattened: (N, C, H', W', k·k)."
+def _check_pooling(x, k, stride):
     if x.shape[2] < k or x.shape[3] < k:
         raise ValueError(f"pooling with kernel {k} needs at least {k}×{k} pixels; got {x.shape[2]}×{x.shape[3]}.")
     if stride is not None:
         _check_stride("pooling", stride)
+
+
+def window(x, k, stride=None):
+    "The k×k windows of x (N, C, H, W) every `stride` pixels (default k: side by side), flattened: (N, C, H', W', k·k)."
+    _check_pooling(x, k, stride)
     s = stride or k
     windows = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::s, ::s]
     return windows.reshape(windows.shape[:4] + (k * k,))
@@ -151,18 +155,35 @@ def unwindow(grad_windows, x_shape, k, stride=None):
             f"unwindow: {out_h}×{out_w} windows of {k}×{k}, one every {s} pixels, do not fit on an image of "
             f"{x_shape[2]}×{x_shape[3]}. Pass the kernel size and stride the forward pass used to make the windows."
         )
-    grad_x = np.zeros(x_shape, dtype=grad_windows.dtype)
+    grad_x = np.zeros_like(grad_windows[..., 0], shape=x_shape)  # laid out in memory as grad_windows is
     for i in range(k):
         for j in range(k):
             grad_x[:, :, i : i + s * out_h : s, j : j + s * out_w : s] += grad_windows[..., i * k + j]
     return grad_x
 
 
+def _first_max(x, k, stride=None):
+    """Each k×k window's maximum, every `stride` pixels, and the position of its first maximum in the window read row
+    by row (NaN counts as the largest, as in np.argmax): found on k·k strided views of x, one per place in the window."""
+    _check_pooling(x, k, stride)
+    s = stride or k
+    out_h, out_w = (x.shape[2] - k) // s + 1, (x.shape[3] - k) // s + 1
+    views = [
+        x[:, :, i : i + s * (out_h - 1) + 1 : s, j : j + s * (out_w - 1) + 1 : s] for i in range(k) for j in range(k)
+    ]
+    nan = bool((x != x).any())
+    out, argmax = views[0], np.zeros_like(views[0], dtype=np.intp)  # laid out in memory as x is
+    for p, view in enumerate(views[1:], start=1):
+        later = view > out  # strictly: with a tie, the first maximum stays
+        if nan:
+            later |= (view != view) & (out == out)
+        out, argmax = np.where(later, view, out), np.where(later, p, argmax)
+    return (out.copy() if k == 1 else out), argmax  # k = 1: a copy, not a view of x
+
+
 def max_pool2d(x, kernel_size=2, stride=None):
     x = Tensor._lift(x)
-    windows = window(x.data, kernel_size, stride)
-    argmax = windows.argmax(axis=-1)
-    out = np.take_along_axis(windows, argmax[..., None], axis=-1)[..., 0]  # the values at argmax: no second pass
+    out, argmax = _first_max(x.data, kernel_size, stride)
     return attach(Tensor(out), MaxPool2dBackward, x, kernel_size=kernel_size, stride=stride, argmax=argmax)
 
 
@@ -175,13 +196,16 @@ class MaxPool2dBackward(Function):
     def __init__(self, x, kernel_size=2, stride=None, argmax=None):
         super().__init__(x)
         self.k, self.stride = kernel_size, stride or kernel_size
-        self.argmax = argmax if argmax is not None else window(x.data, kernel_size, stride).argmax(axis=-1)
+        self.argmax = argmax if argmax is not None else _first_max(x.data, kernel_size, stride)[1]
 
     def apply(self, grad_output):
         ### BEGIN SOLUTION
         (x,) = self.saved_tensors
-        winners = np.arange(self.k * self.k) == self.argmax[..., None]  # one-hot: each window's argmax position
-        grad_windows = winners * grad_output.data[..., None]
+        g = np.empty_like(self.argmax, dtype=grad_output.dtype)  # g, laid out in memory as argmax (and x) are
+        g[...] = grad_output.data
+        positions = np.arange(self.k * self.k).reshape(-1, 1, 1, 1, 1)
+        winners = self.argmax == positions  # one-hot, one slice per place in the window: (k·k, N, C, H', W')
+        grad_windows = np.moveaxis(winners * g, 0, -1)  # (N, C, H', W', k·k), as unwindow takes it
         return (Tensor(unwindow(grad_windows, x.shape, self.k, self.stride)),)
         ### END SOLUTION
 
