@@ -45,7 +45,7 @@ def test_boilerplate_is_not_an_answer(line):
         "self.saved_tensors = tuple(tensors)",
         "grad[j] = (plus - minus) / (2 * eps)",
         "return (grad_output * (x.data > 0),)",
-        "grad_b = g.sum(axis=(0, 2, 3))",
+        "grad_b = np.ones(len(g_rows), dtype=g.dtype) @ g_rows",
     ],
 )
 def test_specific_lines_are_answers(line):

@@ -26,7 +26,7 @@ def pad_widths(padding, kh, kw):
 
 
 def _pad(x, widths):
-    return np.pad(x, ((0, 0), (0, 0)) + widths) if np.any(widths) else x
+    return x if widths == ((0, 0), (0, 0)) else np.pad(x, ((0, 0), (0, 0)) + widths)
 
 
 def _crop(grad, widths):
@@ -61,7 +61,11 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
         raise ValueError("padding='same' needs stride=1, as in PyTorch; give a strided convolution a number of pixels.")
     _check_stride("conv2d", stride)
     rows, (out_h, out_w) = im2col(_pad(x, pad_widths(padding, kh, kw)), kh, kw, stride)
-    out = rows @ w.reshape(f, -1).T + (0 if b is None else b)
+    out = rows @ w.reshape(f, -1).T
+    if b is not None and b.dtype == out.dtype:
+        out += b  # in place: the product is a new array, so the sum needs no second one
+    elif b is not None:
+        out = out + b  # float32 next to float64: the wider dtype, as + gives
     return out.reshape(x.shape[0], out_h, out_w, f).transpose(0, 3, 1, 2)
 
 
@@ -121,7 +125,7 @@ class Conv2dBackward(Function):
         g = dilate(grad_output.data, out_hw, self.stride)
         g_rows = g.transpose(0, 2, 3, 1).reshape(-1, f)
         grad_w = (g_rows.T @ rows).reshape(w.shape)
-        grad_b = g.sum(axis=(0, 2, 3))
+        grad_b = np.ones(len(g_rows), dtype=g.dtype) @ g_rows  # the rows' sum as one product (NumPy's sum is slow here)
         grad_x = None  # a batch of images needs no gradient: the costliest product is left out then
         if self.needs_grad(0):
             grad_padded = col2im(g_rows @ w.data.reshape(f, -1), padded.shape, kh, kw, out_hw)
