@@ -9,12 +9,12 @@ Contenders, all on the digits step of run.py (64→128→10, batch 64, SGD), the
 
 - hand-written NumPy and tinytorch: run.py's two contenders;
 - "tinytorch's NumPy calls alone": the NumPy calls tinytorch's reference engine makes for one step, in its order
-  (the softmax computed again in the rule, each label checked, one-hot rows built), with no Tensor, graph or rule
-  around them: the floor of the engine as written, whatever its Python costs;
-- two changes that would change an exercise or the engine's promises: the forward's softmax handed to the
-  cross-entropy rule (one softmax a step instead of two), and the same backpropagated by an engine with every check,
-  message and hook left out (`lean_backward`). (`Linear` as one operation with one rule, PyTorch's addmm, was the
-  third; it is the course's own since notebook 09's `LinearBackward`.)
+  (each label checked, one-hot rows built), with no Tensor, graph or rule around them: the floor of the engine as
+  written, whatever its Python costs;
+- a change that would break the engine's promises: the step backpropagated by an engine with every check, message and
+  hook left out (`lean_backward`). (Two earlier ones are the course's own now: `Linear` as one operation with one
+  rule, PyTorch's addmm, in notebook 09's `LinearBackward`, and the forward's softmax handed to the cross-entropy
+  rule, notebook 08's `CrossEntropyBackward.probabilities()`.)
 
 None of these is the course's engine: they are experiments to put numbers on the profile in docs/benchmarks.md. Timed by CPU
 time (`time.process_time`), the minimum of the rounds, contenders in alternation (cpu_time.least_disturbed), so that a
@@ -37,10 +37,8 @@ import cpu_time  # noqa: E402  (its timing by CPU time)
 import run  # noqa: E402  (run.py's contenders, and tinytorch on the path)
 
 from tinytorch.core import function as function_module  # noqa: E402
-from tinytorch.core.activations import _stable_log_softmax  # noqa: E402
 from tinytorch.core.autograd import topological_order  # noqa: E402
-from tinytorch.core.function import Function, attach  # noqa: E402
-from tinytorch.core.losses import _class_labels, cross_entropy  # noqa: E402
+from tinytorch.core.losses import cross_entropy  # noqa: E402
 from tinytorch.core.nn import Linear, ReLU, Sequential  # noqa: E402
 from tinytorch.core.optimizers import SGD  # noqa: E402
 from tinytorch.core.tensor import Tensor  # noqa: E402
@@ -79,11 +77,12 @@ def numpy_calls(X, y, weights):
         z += b2
         labels = np.asarray(y).astype(np.int64)  # _class_labels: a copy, and the range in one pass
         labels.view(np.uint64).max()
-        picked = log_softmax(z)[np.arange(len(labels)), labels]
-        -picked.sum() / len(labels)  # the loss's value
+        log_probs = log_softmax(z)
+        -log_probs[np.arange(len(labels)), labels].sum() / len(labels)  # the loss's value
+        probabilities = np.exp(log_probs)  # kept for the rule
         seed = np.ones(())
         one_hot = np.eye(z.shape[1], dtype=z.dtype)[labels]
-        dz = seed * (np.exp(log_softmax(z)) - one_hot) / np.asarray(len(labels), dtype=z.dtype)  # the rule's softmax
+        dz = seed * (probabilities - one_hot) / np.asarray(len(labels), dtype=z.dtype)
         da = dz @ W2  # LinearBackward: the input's gradient (the first layer's images need none)
         dW2, db2 = dz.T @ a, dz.sum(axis=0)
         dh = da * (h > 0)
@@ -93,30 +92,6 @@ def numpy_calls(X, y, weights):
 
     step.parameters = weights
     return step
-
-
-# What if: the forward's softmax handed to the rule -------------------------------------------------------------------
-
-
-class SavedSoftmaxCrossEntropyBackward(Function):
-    "CrossEntropyBackward from the probabilities the forward computed: softmax(z) - one_hot, without a second softmax."
-
-    def __init__(self, logits, targets, probabilities):
-        super().__init__(logits, targets)
-        self.probabilities = probabilities
-
-    def apply(self, grad_output):
-        logits, targets = self.saved_tensors
-        one_hot = np.eye(logits.shape[1], dtype=logits.dtype)[targets.data]
-        return grad_output * (self.probabilities - one_hot) / logits.shape[0], None
-
-
-def cross_entropy_saving_softmax(logits, targets):
-    labels = _class_labels(targets, logits)
-    log_probs = _stable_log_softmax(logits.data, axis=1)
-    value = -log_probs[np.arange(len(labels)), labels].sum() / len(labels)
-    probabilities = Tensor(np.exp(log_probs))
-    return attach(Tensor(value), SavedSoftmaxCrossEntropyBackward, logits, Tensor(labels), probabilities=probabilities)
 
 
 # What if: an engine without checks -----------------------------------------------------------------------------------
@@ -171,10 +146,7 @@ def contenders():
         "hand-written NumPy": run.numpy_mlp(X, y, SIZES),
         "tinytorch": tinytorch_step(X, y),
         "tinytorch's NumPy calls alone": numpy_calls(X, y, reference_weights()),
-        "what if: softmax saved for the rule": tinytorch_step(X, y, loss=cross_entropy_saving_softmax),
-        "what if: softmax saved, engine without checks": tinytorch_step(
-            X, y, loss=cross_entropy_saving_softmax, backward=lean_backward
-        ),
+        "what if: an engine without checks": tinytorch_step(X, y, backward=lean_backward),
     }
 
 

@@ -308,8 +308,8 @@ MUTANTS = [
         "08_losses",
         "cross_entropy_backward",
         "one-hot not subtracted",
-        "(softmax(logits, axis=1) - one_hot)",
-        "softmax(logits, axis=1)",
+        "(self.probabilities() - one_hot)",
+        "self.probabilities()",
     ),
     (
         "12_conv",
@@ -742,7 +742,7 @@ STUDENT_BUGS = [
         "08_losses",
         "cross_entropy_backward",
         "softmax by plain exp (overflows for large logits)",
-        "(softmax(logits, axis=1) - one_hot)",
+        "(self.probabilities() - one_hot)",
         "(Tensor(np.exp(logits.data) / np.exp(logits.data).sum(axis=1, keepdims=True)) - one_hot)",
     ),
     (
@@ -1209,8 +1209,8 @@ LATER = [
         "08_losses",
         "cross_entropy_backward",
         "cross-entropy's gradient made from arrays (.data)",
-        "return grad_output * (softmax(logits, axis=1) - one_hot) / logits.shape[0], None",
-        "return grad_output * Tensor(softmax(logits, axis=1).data - one_hot) / logits.shape[0], None",
+        "return grad_output * (self.probabilities() - one_hot) / logits.shape[0], None",
+        "return grad_output * Tensor(self.probabilities().data - one_hot) / logits.shape[0], None",
     ),
     (
         "12_conv",
@@ -1527,6 +1527,12 @@ ALTERNATIVES = [
         "accumulate by popping the earlier gradient",
         "grads[key] = grad if key not in grads else grads[key] + grad",
         "grads[key] = grads.pop(key) + grad if key in grads else grad",
+    ),
+    (
+        "08_losses",
+        "cross-entropy from a softmax of its own, not the forward's (self.probabilities())",
+        "(self.probabilities() - one_hot)",
+        "(softmax(logits, axis=1) - one_hot)",
     ),
     (
         "08_losses",

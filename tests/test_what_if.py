@@ -1,6 +1,6 @@
-"""benchmarks/what_if.py compares like with like: each of its contenders (the NumPy calls alone, and the two
-changes it measures) makes the same update of the same weights as tinytorch's own step, so that its timings say
-what those changes would cost or save, and nothing else."""
+"""benchmarks/what_if.py compares like with like: each of its contenders (the NumPy calls alone, and the
+change it measures) makes the same update of the same weights as tinytorch's own step, so that its timings say
+what that change would cost or save, and nothing else."""
 
 from pathlib import Path
 

@@ -8,7 +8,7 @@ __all__ = ['BCE_EPS', 'mse_loss', 'MSEBackward', 'bce_loss', 'BCEBackward', 'cro
 import numpy as np
 
 from .activations import _stable_log_softmax, softmax
-from .function import Function, attach
+from .function import Function, attach, is_grad_enabled
 from .tensor import Tensor
 
 # %% ../../notebooks/08_losses.ipynb #c08-005
@@ -123,18 +123,29 @@ def cross_entropy(logits, targets):
     log_probs = _stable_log_softmax(logits.data, axis=1)
     picked = log_probs[np.arange(len(labels)), labels]
     value = -picked.sum() / len(labels) if len(labels) else -np.mean(picked)  # np.mean's Python costs a few µs
-    return attach(Tensor(value), CrossEntropyBackward, logits, Tensor(labels))
+    probabilities = Tensor(np.exp(log_probs))  # softmax(logits), kept for the rule
+    return attach(Tensor(value), CrossEntropyBackward, logits, Tensor(labels), probabilities=probabilities)
 
 # %% ../../notebooks/08_losses.ipynb #c08-015
 class CrossEntropyBackward(Function):
     "The gradient of loss = mean(-log softmax(z)[i, y_i]) with respect to the logits z."
+
+    def __init__(self, logits, targets, probabilities=None):
+        super().__init__(logits, targets)
+        self.forward_probabilities = probabilities  # softmax(logits) as the forward computed it, or None
+
+    def probabilities(self):
+        "softmax(logits, axis=1): the forward's, or computed again where this gradient is recorded (notebook 14)."
+        if self.forward_probabilities is None or is_grad_enabled():
+            return softmax(self.saved_tensors[0], axis=1)  # a Tensor operation on the logits: differentiable
+        return self.forward_probabilities
 
     def apply(self, grad_output):
         logits, targets = self.saved_tensors
         labels = targets.data
         ### BEGIN SOLUTION
         one_hot = np.eye(logits.shape[1], dtype=logits.dtype)[labels]
-        return grad_output * (softmax(logits, axis=1) - one_hot) / logits.shape[0], None
+        return grad_output * (self.probabilities() - one_hot) / logits.shape[0], None
         ### END SOLUTION
 
 # %% ../../notebooks/08_losses.ipynb #c08-019
