@@ -17,8 +17,10 @@ import pytest
 import tinytorch  # noqa: F401  (enables autograd)
 from conftest import load_script
 from tinytorch.core import elementwise
-from tinytorch.core.function import Function, attach
+from tinytorch.core import function as functions
+from tinytorch.core.function import Function, attach, no_grad
 from tinytorch.core.gradcheck import gradcheck
+from tinytorch.core.losses import cross_entropy
 from tinytorch.core.optimizers import SGD
 from tinytorch.core.tensor import Tensor
 
@@ -110,8 +112,41 @@ def test_import_tinytorch_keeps_freed_memory_for_the_next_step_unless_the_user_c
         assert result.returncode == 0, result.stderr
         return int(result.stdout)
 
-    kept, chosen = faults(), faults(MALLOC_ARENA_MAX="4")  # any MALLOC_ variable: tinytorch leaves glibc alone
-    assert kept * 4 < chosen, (kept, chosen)  # measured: about 720 page faults against 10,000
+    kept = faults()
+    for chosen in ({"MALLOC_ARENA_MAX": "4"}, {"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}):  # the user's choice
+        assert kept * 4 < faults(**chosen), (kept, chosen)  # measured: about 720 page faults against 10,000
+
+
+def test_cross_entropys_rule_reads_the_forwards_probabilities_and_cannot_change_them():
+    z = Tensor(np.random.default_rng(6).normal(size=(5, 3)), requires_grad=True)
+    loss = cross_entropy(z, [0, 2, 1, 1, 0])
+    rule = loss._grad_fn
+    with no_grad():
+        assert rule.probabilities() is rule.forward_probabilities  # no second softmax in a plain backward()
+    p = rule.probabilities()  # recording: computed afresh, a Tensor operation on the logits
+    assert p is not rule.forward_probabilities and np.allclose(p.data, rule.forward_probabilities.data)
+    for probabilities in (p, rule.forward_probabilities):
+        with pytest.raises(ValueError, match="read-only"):
+            probabilities.data[0, 0] -= 1  # a rule that wrote into them would change a later backward()
+    loss.backward(retain_graph=True)
+    first = z.grad.data.copy()
+    z.grad = None
+    loss.backward()
+    assert np.array_equal(z.grad.data, first)
+
+
+def test_a_rule_drops_an_optional_tensor_on_release_whichever_rule_of_its_kind_came_first():
+    class Optional(Function):
+        def __init__(self, x, kept=None):
+            super().__init__(x)
+            self.kept = kept
+
+    functions._KEPT_TENSORS.pop(Optional, None)
+    x = Tensor(np.ones(2), requires_grad=True)
+    Optional(x).release()  # the first of its kind keeps nothing
+    later = Optional(x, kept=Tensor(np.ones(1000)))
+    later.release()
+    assert later.kept is None and later.saved_tensors is None
 
 
 def test_an_sgd_step_makes_no_array_the_size_of_a_weight():

@@ -29,18 +29,22 @@ def _keep_freed_memory():
     activations and gradients and makes new ones the next step pays page faults for fresh memory every step (about a
     quarter of a float64 CNN step of benchmarks/engines.py). Blocks up to 32 MiB then come from the heap (as glibc's
     own adaptation would allow) and up to 128 MiB stay free at its top. Nothing changes where the user set glibc's
-    MALLOC_ variables, or where the C library is not glibc."""
-    if not sys.platform.startswith("linux") or any(name.startswith("MALLOC_") for name in os.environ):
-        return
+    MALLOC_ variables or its glibc.malloc tunables, or where the C library is not glibc."""
+    chosen = any(name.startswith("MALLOC_") for name in os.environ) or "glibc.malloc." in os.environ.get(
+        "GLIBC_TUNABLES", ""
+    )
+    if not sys.platform.startswith("linux") or chosen:
+        return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        return
+        return False
     for name, value in KEPT_MEMORY.items():
         mallopt(MALLOPT_NUMBERS[name], value)
+    return True
 
 
-_keep_freed_memory()
+KEEPS_FREED_MEMORY = _keep_freed_memory()  # False where the user chose glibc's settings, or it is not glibc
 
 # Imported on first use, not here: a module of a later notebook that does not import yet (a student's half-written
 # exported cell) must not stop `import tinytorch` in the notebooks before it.

@@ -12,6 +12,7 @@ from .tensor import Tensor
 
 # %% ../../notebooks/02_function.ipynb #c02-004
 _KEPT_TENSORS = {}  # {rule class: names of the tensors its rules keep besides saved_tensors}, for release()
+_HOOKS = ("saved_tensors", "retained_output", "asked_grads")  # what the engine itself sets on a rule
 
 
 class Function:
@@ -43,10 +44,12 @@ class Function:
             setattr(self, name, None)
 
     def _kept_tensors(self):
-        "The names of the tensors this kind of rule keeps besides saved_tensors: looked for once per kind, then known."
+        """The names of the tensors this kind of rule keeps besides saved_tensors, looked for once per kind, then known;
+        with those that are None here, which another rule of the kind may have filled in (an optional tensor)."""
         kind = type(self)
         if kind not in _KEPT_TENSORS:
-            _KEPT_TENSORS[kind] = [name for name, value in vars(self).items() if isinstance(value, Tensor)]
+            names = [name for name, value in vars(self).items() if value is None or isinstance(value, Tensor)]
+            _KEPT_TENSORS[kind] = [name for name in names if name not in _HOOKS]
         return _KEPT_TENSORS[kind]
 
     def __repr__(self):

@@ -124,6 +124,7 @@ def cross_entropy(logits, targets):
     picked = log_probs[np.arange(len(labels)), labels]
     value = -picked.sum() / len(labels) if len(labels) else -np.mean(picked)  # np.mean's Python costs a few µs
     probabilities = Tensor(np.exp(log_probs))  # softmax(logits), kept for the rule
+    probabilities.data.flags.writeable = False  # a rule that wrote into them would change a later backward()
     return attach(Tensor(value), CrossEntropyBackward, logits, Tensor(labels), probabilities=probabilities)
 
 # %% ../../notebooks/08_losses.ipynb #c08-015
@@ -136,9 +137,11 @@ class CrossEntropyBackward(Function):
 
     def probabilities(self):
         "softmax(logits, axis=1): the forward's, or computed again where this gradient is recorded (notebook 14)."
-        if self.forward_probabilities is None or is_grad_enabled():
-            return softmax(self.saved_tensors[0], axis=1)  # a Tensor operation on the logits: differentiable
-        return self.forward_probabilities
+        if self.forward_probabilities is not None and not is_grad_enabled():
+            return self.forward_probabilities  # read-only, as what it computes afresh below
+        probabilities = softmax(self.saved_tensors[0], axis=1)  # a Tensor operation on the logits: differentiable
+        probabilities.data.flags.writeable = False  # the same either way: a rule computes a new array from them
+        return probabilities
 
     def apply(self, grad_output):
         logits, targets = self.saved_tensors
