@@ -336,6 +336,20 @@ def test_same_padding_keeps_the_image_size_for_odd_and_even_kernels(kernel):
     assert check_backward(C.Conv2dBackward, C.conv2d_forward, inputs, padding="same")
 
 
+@pytest.mark.parametrize("padding", [(1, 2), [0, 1], (0, 0)])
+def test_a_padding_pair_pads_rows_and_columns_as_pytorch_does(padding):
+    rng = np.random.default_rng(6)
+    x, w, b = rng.normal(size=(2, 2, 5, 4)), rng.normal(size=(3, 2, 3, 2)), rng.normal(size=3)
+    rows, columns = padding
+    padded = np.pad(x, ((0, 0), (0, 0), (rows, rows), (columns, columns)))
+    assert np.allclose(C.conv2d_forward(x, w, b, padding=padding), C.conv2d_forward(padded, w, b))
+    assert check_backward(C.Conv2dBackward, C.conv2d_forward, [x, w, b], padding=padding, stride=2)
+    conv = Conv2d(2, 3, (3, 2), padding=padding, seed=0)
+    assert conv(Tensor(x)).shape == (2, 3, 5 + 2 * rows - 2, 4 + 2 * columns - 1)
+    with pytest.raises(ValueError, match="a pair"):
+        C.conv2d_forward(x, w, b, padding=(1, 2, 3))
+
+
 def test_same_padding_with_a_stride_is_refused_with_a_message_not_a_crash_in_np_pad():
     x, w = Tensor(np.ones((1, 1, 5, 5))), Tensor(np.ones((1, 1, 3, 3)))
     for make in [lambda: C.conv2d(x, w, stride=2, padding="same"), lambda: Conv2d(1, 1, 3, stride=2, padding="same")]:

@@ -14,14 +14,20 @@ from .tensor import Tensor
 
 # %% ../../notebooks/12_conv.ipynb #c12-005
 def pad_widths(padding, kh, kw):
-    """The zeros around each image, ((top, bottom), (left, right)), for `padding`: a number for every side, 'valid' for
-    none, or 'same' for an output of the input's size at stride 1 (an even kernel pads one more after, as PyTorch)."""
+    """The zeros around each image, ((top, bottom), (left, right)), for `padding`: a number for every side, a pair
+    (rows, columns) as PyTorch takes it, 'valid' for none, or 'same' for an output of the input's size at stride 1
+    (an even kernel pads one more after, as PyTorch)."""
     if padding == "same":
         return ((kh - 1) // 2, kh // 2), ((kw - 1) // 2, kw // 2)
     if padding == "valid":
         return (0, 0), (0, 0)
     if isinstance(padding, str):
         raise ValueError(f"padding={padding!r}: give a number of pixels, 'same' or 'valid'.")
+    if isinstance(padding, (tuple, list)):
+        if len(padding) != 2:
+            raise ValueError(f"padding={padding!r}: give one number for every side, or a pair (rows, columns).")
+        rows, columns = padding
+        return (rows, rows), (columns, columns)
     return (padding, padding), (padding, padding)
 
 
