@@ -8,7 +8,7 @@ from test_notebook_errors import cell_source, notebook_text, with_solution
 from conftest import REPO
 from grading.common.notebooks import read_notebook
 from tinytorch.core.autograd import enable_autograd
-from tinytorch.core.conv import Conv2dBackward, conv2d, im2col, max_pool2d
+from tinytorch.core.conv import Conv2dBackward, conv2d, im2col, max_pool2d, window
 from tinytorch.core.tensor import Tensor
 
 
@@ -287,3 +287,38 @@ def test_a_rule_that_rounds_to_float32_is_refused_saying_which_values_were_round
     exact = Conv2dBackward.apply(rule, g)
     assert refuse_numerical_rule("Conv2dBackward.apply", exact, Conv2dBackward.apply, (rule, g), {}) is False
     assert "*Rounding to float32 inside the rule*" in cell_source("12_conv", "c12-006")  # the exercise's text
+
+
+def test_max_pooling_finds_the_first_maximum_of_every_window_as_argmax_over_copied_windows_would():
+    "The forward's running maximum over strided views, against the plain definition: each window copied, np.argmax."
+    rng = np.random.default_rng(12)
+    for case in range(300):
+        k, stride = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        x = rng.integers(-2, 3, size=(2, 3, int(rng.integers(k, 8)), int(rng.integers(k, 8)))).astype(float)  # ties
+        if case % 3 == 0:
+            x[rng.random(x.shape) < 0.1] = np.nan  # NaN counts as the largest, as in np.argmax
+        if case % 4 == 0:
+            x[x == 0] = -0.0  # the value of the first maximum, signed zeros included
+        if case % 5 == 0:
+            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # channels last in memory
+        windows = window(x, k, stride)
+        argmax = windows.argmax(axis=-1)
+        expected = np.take_along_axis(windows, argmax[..., None], axis=-1)[..., 0]
+        out = max_pool2d(Tensor(x, requires_grad=True), k, stride)
+        assert np.array_equal(out._grad_fn.argmax, argmax)
+        assert np.array_equal(out.data, expected, equal_nan=True)
+        assert np.array_equal(np.signbit(out.data), np.signbit(expected))
+
+
+def test_the_pooling_gradient_is_laid_out_in_memory_as_its_input_is():
+    "A convolution's output is channels-last in memory: the pooling's gradient follows, so ReLU's rule reads both alike."
+    rng = np.random.default_rng(13)
+    layouts = {"contiguous": rng.normal(size=(2, 4, 6, 6))}
+    layouts["channels last"] = np.ascontiguousarray(layouts["contiguous"].transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    grads = {}
+    for name, data in layouts.items():
+        x = Tensor(data, requires_grad=True)
+        g = Tensor(np.arange(2 * 4 * 3 * 3, dtype=float).reshape(2, 4, 3, 3))
+        (grads[name],) = max_pool2d(x, 2)._grad_fn.apply(g)
+        assert np.argsort(grads[name].data.strides).tolist() == np.argsort(data.strides).tolist(), name
+    assert np.array_equal(grads["contiguous"].data, grads["channels last"].data)
