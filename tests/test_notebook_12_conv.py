@@ -8,7 +8,7 @@ from test_notebook_errors import cell_source, notebook_text, with_solution
 from conftest import REPO
 from grading.common.notebooks import read_notebook
 from tinytorch.core.autograd import enable_autograd
-from tinytorch.core.conv import Conv2dBackward, conv2d, im2col, max_pool2d, window
+from tinytorch.core.conv import Conv2dBackward, conv2d, im2col, max_pool2d, unwindow, window
 from tinytorch.core.tensor import Tensor
 
 
@@ -322,3 +322,9 @@ def test_the_pooling_gradient_is_laid_out_in_memory_as_its_input_is():
         (grads[name],) = max_pool2d(x, 2)._grad_fn.apply(g)
         assert np.argsort(grads[name].data.strides).tolist() == np.argsort(data.strides).tolist(), name
     assert np.array_equal(grads["contiguous"].data, grads["channels last"].data)
+
+
+def test_unwindow_gives_a_plain_array_whatever_array_type_it_is_handed():
+    windows = np.ma.masked_array(np.arange(4.0).reshape(1, 1, 1, 1, 4))
+    grad = unwindow(windows, (1, 1, 2, 2), 2)
+    assert type(grad) is np.ndarray and grad.tolist() == [[[[0.0, 1.0], [2.0, 3.0]]]]

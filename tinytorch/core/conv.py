@@ -165,7 +165,7 @@ def unwindow(grad_windows, x_shape, k, stride=None):
             f"unwindow: {out_h}×{out_w} windows of {k}×{k}, one every {s} pixels, do not fit on an image of "
             f"{x_shape[2]}×{x_shape[3]}. Pass the kernel size and stride the forward pass used to make the windows."
         )
-    grad_x = np.zeros_like(grad_windows[..., 0], shape=x_shape)  # laid out in memory as grad_windows is
+    grad_x = np.zeros_like(grad_windows[..., 0], shape=x_shape, subok=False)  # laid out in memory as grad_windows is
     for i in range(k):
         for j in range(k):
             grad_x[:, :, i : i + s * out_h : s, j : j + s * out_w : s] += grad_windows[..., i * k + j]
