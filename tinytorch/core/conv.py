@@ -9,7 +9,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .function import Function, attach
-from .nn import Module, parameter
+from .nn import Module, parameter, plus_bias
 from .tensor import Tensor
 
 # %% ../../notebooks/12_conv.ipynb #c12-005
@@ -68,10 +68,8 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
     _check_stride("conv2d", stride)
     rows, (out_h, out_w) = im2col(_pad(x, pad_widths(padding, kh, kw)), kh, kw, stride)
     out = rows @ w.reshape(f, -1).T
-    if b is not None and b.dtype == out.dtype:
-        out += b  # in place: the product is a new array, so the sum needs no second one
-    elif b is not None:
-        out = out + b  # float32 next to float64: the wider dtype, as + gives
+    if b is not None:
+        out = plus_bias(out, b)
     return out.reshape(x.shape[0], out_h, out_w, f).transpose(0, 3, 1, 2)
 
 
