@@ -77,6 +77,39 @@ def test_a_late_call_is_waited_for_while_its_sandbox_computes(monkeypatch, late,
     assert worker.waits == waits
 
 
+class Notebook:
+    "A notebook's time (a clock.Budget) of `seconds`, of which each of the worker's waits takes 15 s."
+
+    def __init__(self, seconds, worker):
+        self.seconds, self.worker = seconds, worker
+
+    def remaining(self):
+        return self.seconds - 15 * self.worker.waits
+
+
+@pytest.mark.parametrize(
+    "cpu, notebook_left, ending",
+    [
+        ([5.5, 5.6], 100, remote.Overran),  # past its limit of 5 s, then starved of CPU (CI, red team gina)
+        ([1.6, 3.2, 4.8, 6.4], 1000, remote.Overran),  # slowed by the machine: past its limit at the last extension
+        ([0.0], 100, TimeoutError),  # sleeping: the backstop ends it, whatever the CPU limit
+        ([3.0, 3.5], 100, TimeoutError),  # computed, then sleeps under its limit: the backstop
+        ([3.0, 4.0], 20, remote.NotebookTimeUp),  # computing under its limit when the notebook's time ran out
+    ],
+)
+def test_a_call_is_ended_with_what_ended_it(monkeypatch, cpu, notebook_left, ending):
+    "`cpu`: the sandbox's CPU seconds after each wait of 15 s; the CPU limit is 5 s, OVERRUN 2 s, COMPUTING 0.1."
+    monkeypatch.setattr(remote, "COMPUTING", 0.1)
+    worker = LateWorker(len(cpu), None)
+    monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: ([0.0, *cpu])[worker.waits])
+    proxy = remote.Remote.__new__(remote.Remote)
+    proxy.budget, proxy.plan = Notebook(notebook_left, worker), {"cell_timeout": 5}
+    with pytest.raises(TimeoutError) as raised:
+        proxy.receive_reply(worker, wait=15, left=notebook_left)
+    assert type(raised.value) is ending
+    assert worker.waits == len(cpu)
+
+
 def test_a_computing_call_is_not_waited_for_past_the_notebooks_time(monkeypatch):
     worker = LateWorker(2, 5.0)
     monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: worker.waits * worker.cpu_per_wait)

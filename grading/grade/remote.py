@@ -32,7 +32,7 @@ STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start a
 RESTARTS = 5  # times a crashed or hung worker is started again
 EXTENSIONS = 3  # more backstops a late call that is computing may wait (Remote.receive_reply)
 OVERRUN = 2.0  # CPU seconds past its limit after which a call is taken to ignore its alarm (the alarm is CPU time)
-COMPUTING = 0.25  # CPU seconds per second of a backstop that tell a computing call from one that waits
+COMPUTING = 0.1  # CPU seconds per second of a backstop that tell a computing call from one that waits
 
 
 class CellTimeout(BaseException):
@@ -41,6 +41,10 @@ class CellTimeout(BaseException):
 
 class Overran(TimeoutError):
     "A call of the student's code computed past its CPU limit: it ignored the alarm that ends a call."
+
+
+class NotebookTimeUp(TimeoutError):
+    "The notebook's time ran out while a call of the student's code ran."
 
 
 @dataclass(frozen=True)
@@ -308,9 +312,9 @@ class Remote:
             later = f"{overran}: its later calls were not made, and their tests fail"
             self.timed_out[qualname] = self.event(later).args[0]
             raise StudentError(overran) from None
-        except TimeoutError:
+        except TimeoutError as error:
             self.drop_worker()
-            if left < wait:
+            if isinstance(error, NotebookTimeUp):
                 raise self.event(f"the time limit for this notebook ran out while your {qualname} ran") from None
             raise self.event(
                 f"your {qualname} did not finish in time ({BACKSTOP * worker.timeout} s; waiting on something, or an "
@@ -338,15 +342,17 @@ class Remote:
         self, worker: Worker, wait: float, left: float, start: float | None = None, before: float | None = None
     ) -> tuple[dict, list]:
         """The worker's next message within the call's backstop (`wait`) and the notebook's time (`left`). A wait
-        that runs out while the sandbox is computing (its CPU time grew by COMPUTING of the wait) and has not yet
-        used the call's CPU limit goes on, at most EXTENSIONS times and never past the notebook's time: the limit
-        ends the call, as on a quiet machine (a loaded machine ran an endless loop's backstop out first, red team
-        frank). A call that sleeps meets the backstop; one that computes OVERRUN past its limit (it ignores the
-        alarm: gina) is ended then, on a busy machine too, without waiting for the backstop. `start`: the sandbox's
-        CPU seconds when the call began; `before`: now (each read here when not given)."""
+        that runs out while the sandbox is computing (its CPU time grew by COMPUTING of the wait) goes on, at most
+        EXTENSIONS times and never past the notebook's time: the CPU limit ends the call, as on a quiet machine (a
+        loaded machine ran an endless loop's backstop out first, red team frank). A call that sleeps meets the
+        backstop; one that computes OVERRUN past its limit (it ignores the alarm: gina) is ended then, on a busy
+        machine too, without waiting for the backstop; one still running past its limit when the waiting ends is
+        taken to ignore its alarm too (CI ran gina's backstop out at a moment the machine gave it little CPU).
+        `start`: the sandbox's CPU seconds when the call began; `before`: now (each read here when not given).
+        NotebookTimeUp where the notebook's time, not the backstop, ended the wait."""
         before = sandbox.cpu_seconds_used(worker.process) if before is None else before
         start = before if start is None else start
-        extensions, limit = 0, self.plan["cell_timeout"]
+        extensions, limit, window = 0, self.plan["cell_timeout"], min(wait, left)
 
         def overran() -> bool:
             now = sandbox.cpu_seconds_used(worker.process)
@@ -354,18 +360,23 @@ class Remote:
 
         while True:
             try:
-                return worker.receive(Budget(max(1.0, min(wait, left))), overran)
+                return worker.receive(Budget(max(1.0, window)), overran)
             except Overran:
                 raise
             except TimeoutError:
                 now = sandbox.cpu_seconds_used(worker.process)
-                computing = (  # up to the overrun: on a busy machine the backstop may come first
-                    None not in (before, now) and now - before >= COMPUTING * wait and now - start < limit + OVERRUN
-                )
-                remaining = self.budget.remaining() if self.budget is not None else wait
-                if extensions == EXTENSIONS or not computing or min(left, remaining) < wait:
-                    raise
-                before, extensions = now, extensions + 1
+                used = None if None in (start, now) else now - start
+                computing = before is not None and used is not None and now - before >= COMPUTING * wait
+                cut = window < wait  # the notebook's time, not the backstop, ended this wait
+                if computing and not cut and used < limit + OVERRUN and extensions < EXTENSIONS:
+                    remaining = self.budget.remaining() if self.budget is not None else wait
+                    before, extensions, window = now, extensions + 1, min(wait, max(1.0, remaining))
+                    continue
+                if used is not None and used >= limit:
+                    raise Overran() from None  # still running past its CPU limit: the alarm did not end it
+                if cut:
+                    raise NotebookTimeUp() from None
+                raise
 
     def accept_changes(self, session: wire.Session, reply: dict, call: Call) -> None:
         """Check what a message of the student's code changes of the grader's objects, and keep only what it may:
