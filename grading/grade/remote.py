@@ -342,14 +342,11 @@ class Remote:
         self, worker: Worker, wait: float, left: float, start: float | None = None, before: float | None = None
     ) -> tuple[dict, list]:
         """The worker's next message within the call's backstop (`wait`) and the notebook's time (`left`). A wait
-        that runs out while the sandbox is computing (its CPU time grew by COMPUTING of the wait) goes on, at most
-        EXTENSIONS times and never past the notebook's time: the CPU limit ends the call, as on a quiet machine (a
-        loaded machine ran an endless loop's backstop out first, red team frank). A call that sleeps meets the
-        backstop; one that computes OVERRUN past its limit (it ignores the alarm: gina) is ended then, on a busy
-        machine too, without waiting for the backstop; one still running past its limit when the waiting ends is
-        taken to ignore its alarm too (CI ran gina's backstop out at a moment the machine gave it little CPU).
-        `start`: the sandbox's CPU seconds when the call began; `before`: now (each read here when not given).
-        NotebookTimeUp where the notebook's time, not the backstop, ended the wait."""
+        that runs out while the sandbox computes (its CPU time grew by COMPUTING of the wait) goes on, at most
+        EXTENSIONS times, never past the notebook's time (then NotebookTimeUp): the CPU limit ends the call, as on a
+        quiet machine (red team frank). A call that sleeps meets the backstop; one that computes OVERRUN past its
+        limit, or is past it when the waiting ends, ignores its alarm (gina): Overran, however busy the machine.
+        `start`: the sandbox's CPU seconds when the call began; `before`: now (each read here when not given)."""
         before = sandbox.cpu_seconds_used(worker.process) if before is None else before
         start = before if start is None else start
         extensions, limit, window = 0, self.plan["cell_timeout"], min(wait, left)
