@@ -53,28 +53,28 @@ def add(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data + b), AddNumberBackward, a)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)  # no call for the common case, a Tensor
-    return attach(_PLAIN["__add__"](a, b), AddBackward, a, b)
+    return attach(a._binary(b, np.add, "+"), AddBackward, a, b)  # what a + b does on a plain Tensor
 
 
 def sub(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data - b), AddNumberBackward, a)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(_PLAIN["__sub__"](a, b), SubBackward, a, b)
+    return attach(a._binary(b, np.subtract, "-"), SubBackward, a, b)
 
 
 def mul(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data * b), MulNumberBackward, a, number=b)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(_PLAIN["__mul__"](a, b), MulBackward, a, b)
+    return attach(a._binary(b, np.multiply, "*"), MulBackward, a, b)
 
 
 def div(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data / b), DivNumberBackward, a, number=b)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(_PLAIN["__truediv__"](a, b), DivBackward, a, b)
+    return attach(a._binary(b, np.divide, "/"), DivBackward, a, b)
 
 
 def radd(a: Tensor, b) -> Tensor:
@@ -252,17 +252,16 @@ def _call_rule(function, grad, create_graph):
         )
     grads = function.apply(grad)
     if type(grads) is tuple and len(grads) == len(saved):  # the usual answer, checked in one pass without calls
-        for tensor, g in zip(saved, grads):
-            if (
-                g is not None
-                and getattr(tensor, "requires_grad", False)  # a constant's gradient is dropped: no need to check it
-                and (
-                    type(g) is not Tensor
-                    or g.data.shape != tensor.data.shape
-                    or (g.data.dtype is not tensor.data.dtype and g.data.dtype != tensor.data.dtype)
-                )
-            ):
+        i = 0  # (an index, not zip: this runs once per rule of every backward pass, and zip costs more than the rest)
+        for tensor in saved:
+            g, i = grads[i], i + 1
+            if g is None or not getattr(tensor, "requires_grad", False):
+                continue  # a constant's gradient is dropped: no need to check it
+            if type(g) is not Tensor:
                 break  # something to convert or to report: the checks below say what
+            mine, its = g.data, tensor.data
+            if mine.shape != its.shape or (mine.dtype is not its.dtype and mine.dtype != its.dtype):
+                break
         else:
             return grads
     if not isinstance(grads, (tuple, list)) or len(grads) != len(function.saved_tensors):
@@ -464,9 +463,10 @@ def run_backward(
             if function is None:
                 leaves.append((tensor, grad))
                 continue
-            for inp, g in zip(function.saved_tensors or (), _call_rule(function, grad, create_graph)):
-                if g is not None and getattr(inp, "requires_grad", False):
-                    accumulate(grads, inp, g)
+            input_grads = _call_rule(function, grad, create_graph)  # one per saved tensor, in their order
+            for i, inp in enumerate(function.saved_tensors):
+                if input_grads[i] is not None and getattr(inp, "requires_grad", False):
+                    accumulate(grads, inp, input_grads[i])
             if not retain_graph:
                 function.release()
         ### END SOLUTION
