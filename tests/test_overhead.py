@@ -120,6 +120,22 @@ def test_a_rules_answer_is_checked_and_named_as_before_the_one_pass_check(answer
         assert words in str(error.value), str(error.value)
 
 
+class _Forgetful(Function):
+    "A rule that drops its saved tensors as soon as it has read them, to free memory early."
+
+    def apply(self, grad_output):
+        (x, y) = self.saved_tensors
+        self.saved_tensors = None
+        return grad_output * y, grad_output * x
+
+
+def test_the_loop_reads_a_rules_inputs_before_the_rule_runs():
+    "The reference loop indexes the rule's inputs (no zip): it takes them as handed to the rule, as zip did."
+    a, b = Tensor(np.arange(3.0), requires_grad=True), Tensor(np.ones(3), requires_grad=True)
+    attach(Tensor(a.data * b.data), _Forgetful, a, b).sum().backward()
+    assert np.array_equal(a.grad.data, b.data) and np.array_equal(b.grad.data, a.data)
+
+
 def test_tensor_keeps_a_plain_array_itself_and_converts_anything_else():
     array = np.arange(3.0)
     assert Tensor(array).data is array

@@ -463,8 +463,9 @@ def run_backward(
             if function is None:
                 leaves.append((tensor, grad))
                 continue
+            inputs = function.saved_tensors  # (read before the rule runs: what it was handed)
             input_grads = _call_rule(function, grad, create_graph)  # one per saved tensor, in their order
-            for i, inp in enumerate(function.saved_tensors):
+            for i, inp in enumerate(inputs):
                 if input_grads[i] is not None and getattr(inp, "requires_grad", False):
                     accumulate(grads, inp, input_grads[i])
             if not retain_graph:
