@@ -8,6 +8,7 @@ the call's limit or the notebook's time (grading.grade.clock.Budget).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import sys
@@ -32,6 +33,7 @@ STARTUP = 60  # seconds (of a quiet machine) for the sandbox's Python to start a
 RESTARTS = 5  # times a crashed or hung worker is started again
 EXTENSIONS = 3  # more backstops a late call that is computing may wait (Remote.receive_reply)
 OVERRUN = 2.0  # CPU seconds past its limit after which a call is taken to ignore its alarm (the alarm is CPU time)
+ALARM_REPLY = 5  # seconds a call past its CPU limit gets for the reply its alarm makes (a quiet machine's, stretched)
 COMPUTING = 0.1  # CPU seconds per second of a backstop that tell a computing call from one that waits
 
 
@@ -154,15 +156,11 @@ class Worker:
         if self.closed:  # once only: a second os.close could close a descriptor opened since
             return
         self.closed = True
-        try:
+        with contextlib.suppress(OSError):
             self.send(wire.pack({"op": "end"}, []))
-        except OSError:
-            pass
         for fd in (self.to_child, self.from_child):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         sandbox.stop(self.process)
 
 
@@ -179,10 +177,8 @@ class Remote:
         self.workers, self.hidden = {False: None, True: None}, False
         self.stopwatch = Stopwatch()
         self.events, self.fault = [], None
-        self.probed, self.numerical = (
-            set(),
-            {},
-        )  # rules probed (grading.grade.analytic), and {rule: why} of numerical ones
+        self.probed = set()  # rules probed (grading.grade.analytic)
+        self.numerical = {}  # {rule: why} of the numerical ones
         self.timed_out = {}  # {function: why}: one that used up its CPU time once is not called again
         self.budget = None  # the notebook's clock.Budget: no call waits past it (grade_pass sets it)
         self.printed = None  # the wire.Printed of the cell running now, or None: what the student's code prints is lost
@@ -250,15 +246,9 @@ class Remote:
         session = wire.Session(resolve_trusted_class)
         named = named if named is not None else {f"arg{i}": a for i, a in enumerate(args)}
         worker.calls += 1
-        header = {
-            "op": "call",
-            "module": self.plan["module"],
-            "qualname": qualname,
-            "readonly": readonly,
-            "quiet": quiet,  # NumPy's floating-point warnings off (the probes' infinities are the grader's doing)
-            "globals": wire.flags(self.graded),
-            "call": worker.calls,
-        }
+        header = {"op": "call", "module": self.plan["module"], "qualname": qualname, "readonly": readonly}
+        header.update(globals=wire.flags(self.graded), call=worker.calls)
+        header["quiet"] = quiet  # NumPy's floating-point warnings off (the probes' infinities are the grader's doing)
         try:
             request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
         except wire.WireError as error:
@@ -341,15 +331,16 @@ class Remote:
     def receive_reply(
         self, worker: Worker, wait: float, left: float, start: float | None = None, before: float | None = None
     ) -> tuple[dict, list]:
-        """The worker's next message within the call's backstop (`wait`) and the notebook's time (`left`). A wait
-        that runs out while the sandbox computes (its CPU time grew by COMPUTING of the wait) goes on, at most
-        EXTENSIONS times, never past the notebook's time (then NotebookTimeUp): the CPU limit ends the call, as on a
-        quiet machine (red team frank). A call that sleeps meets the backstop; one that computes OVERRUN past its
-        limit, or is past it when the waiting ends, ignores its alarm (gina): Overran, however busy the machine.
-        `start`: the sandbox's CPU seconds when the call began; `before`: now (each read here when not given)."""
+        """The worker's next message within the call's backstop (`wait`) and the notebook's time (`left`, else
+        NotebookTimeUp). A wait that runs out while the sandbox computes (its CPU grew by COMPUTING of the wait) goes
+        on, at most EXTENSIONS times: the CPU limit ends the call, as on a quiet machine (frank). Past it, a call gets
+        ALARM_REPLY for the alarm's reply; without one (gina), or OVERRUN past its limit: Overran. A call that sleeps
+        meets the backstop. `start`: the sandbox's CPU seconds when the call began; `before`: now."""
         before = sandbox.cpu_seconds_used(worker.process) if before is None else before
         start = before if start is None else start
-        extensions, limit, window = 0, self.plan["cell_timeout"], min(wait, left)
+        left = min(left, self.budget.remaining()) if self.budget is not None else left  # a callback took some
+        limit, extensions, graced = self.plan["cell_timeout"], 0, False
+        window, cut = min(wait, left), left < wait  # cut: the notebook's time, not the backstop, bounds this wait
 
         def overran() -> bool:
             now = sandbox.cpu_seconds_used(worker.process)
@@ -363,15 +354,20 @@ class Remote:
             except TimeoutError:
                 now = sandbox.cpu_seconds_used(worker.process)
                 used = None if None in (start, now) else now - start
+                past = used is not None and used >= limit  # its alarm has fired: a reply is due
                 computing = before is not None and used is not None and now - before >= COMPUTING * wait
-                cut = window < wait  # the notebook's time, not the backstop, ended this wait
-                if computing and not cut and used < limit + OVERRUN and extensions < EXTENSIONS:
-                    remaining = self.budget.remaining() if self.budget is not None else wait
-                    before, extensions, window = now, extensions + 1, min(wait, max(1.0, remaining))
+                if past:  # a moment for the alarm's reply (frank); a call that ignores the alarm sends none (gina)
+                    want = 0 if graced else ALARM_REPLY
+                else:
+                    want = wait if computing and extensions < EXTENSIONS else 0
+                remaining = self.budget.remaining() if self.budget is not None else want
+                if want and not cut and remaining > 1.0:
+                    window, cut = min(want, remaining), remaining < want
+                    before, graced, extensions = now, graced or past, extensions + (not past)
                     continue
-                if used is not None and used >= limit:
-                    raise Overran() from None  # still running past its CPU limit: the alarm did not end it
-                if cut:
+                if past:
+                    raise Overran() from None
+                if cut or want:  # the notebook's time, not the backstop, ended the waiting
                     raise NotebookTimeUp() from None
                 raise
 
