@@ -2,7 +2,7 @@
 this process alone, printed as one JSON line. run.py starts one process per engine, in rounds, and compares.
 
     python benchmarks/engines.py tinytorch float32          # also: numpy, torch (float32, float64), mlsys float32
-    python benchmarks/engines.py mlsys float32 --mlsys PATH # PATH holds MLSysBook TinyTorch's exported tinytorch/
+    python benchmarks/engines.py mlsys float32 --mlsys PATH # PATH/tinytorch: benchmarks/mlsys_package.py makes it
 
 Every engine starts from the same weights and data (`problem`), so their first losses agree; each workload is a
 function that returns one step, timed STEPS times after a warm-up; the lower quartile is what is printed.

@@ -19,6 +19,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +32,8 @@ import numpy as np  # noqa: E402  (after the thread settings above, which numpy 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("TINYTORCH_QUIET", "1")
+
+import mlsys_package  # noqa: E402  (beside this script: sys.path[0])
 
 import tinytorch  # noqa: E402
 from tinytorch.core.conv import Conv2d, MaxPool2d  # noqa: E402
@@ -317,15 +320,29 @@ def engine_round(names, mlsys):
     return results
 
 
-def peers_present(mlsys):
-    "The engines that can run here, and a line for each peer that cannot."
+def peers_present(mlsys, folder):
+    """The engines that can run here, a line for each peer that cannot, and the folder holding MLSysBook's package
+    as its engine imports it (prepared in `folder` from the checkout `mlsys`: benchmarks/mlsys_package.py)."""
     names, missing = list(ENGINES), []
     if torch is None:
         names = [n for n in names if not n.startswith("PyTorch")]
         missing.append("PyTorch is not installed: its columns are left out (pip install torch)")
-    if mlsys is None or not (Path(mlsys) / "tinytorch" / "core" / "autograd.py").is_file():
+    problem = "not given (--mlsys PATH, a checkout of it)" if mlsys is None else None
+    if problem is None:
+        try:
+            made = mlsys_package.prepare(mlsys, folder)
+            problem = mlsys_package.import_problem(folder)
+        except OSError as error:
+            problem = f"not usable: {error}"
+        else:
+            print(
+                f"MLSysBook's TinyTorch: {mlsys}'s tinytorch/"
+                + (f", with {', '.join(made)} exported from its src/" if made else "")
+            )
+            problem = problem and f"at {mlsys} does not import ({problem})"
+    if problem is not None:
         names.remove("MLSysBook f32")
-        missing.append("MLSysBook's TinyTorch not given (--mlsys PATH, a folder holding its exported tinytorch/)")
+        missing.append(f"MLSysBook's TinyTorch {problem}: its column is left out")
     return names, missing
 
 
@@ -347,10 +364,11 @@ def bench_engines(rows, rounds=5, mlsys=None):
     workload is its best round's lower quartile of steps (benchmarks/engines.py). The best, not the median: on a
     shared machine the others' work only adds time, in spells longer than a round, so the least disturbed round is
     the nearest to each engine's own cost (the median of 3 rounds swung by 1.5x between two runs here)."""
-    names, missing = peers_present(mlsys)
-    for line in missing:
-        print(line)
-    runs = [engine_round(names, mlsys) for _ in range(rounds)]
+    with tempfile.TemporaryDirectory(prefix="mlsys-") as folder:
+        names, missing = peers_present(mlsys, Path(folder))
+        for line in missing:
+            print(line)
+        runs = [engine_round(names, folder) for _ in range(rounds)]
     print(f"BLAS kernel of the engines' processes: {runs[0]['NumPy f64']['blas']}")
     for workload, label in WORKLOAD_NAMES.items():
         t = {name: min(run[name][workload]["seconds"] for run in runs) for name in names}
@@ -670,7 +688,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("which", nargs="*", help=f"benchmarks to run: {', '.join(BENCHES)} (default: all)")
     parser.add_argument(
-        "--mlsys", type=Path, help="engines: a folder holding MLSysBook TinyTorch's exported tinytorch/"
+        "--mlsys", type=Path, help="engines: a checkout of MLSysBook's TinyTorch (its tinytorch/, and src/)"
     )
     parser.add_argument("--rounds", type=int, default=5, help="engines: rounds of one process per engine (default 5)")
     args = parser.parse_args(argv)
