@@ -129,11 +129,12 @@ class _Forgetful(Function):
         return grad_output * y, grad_output * x
 
 
-def test_the_loop_reads_a_rules_inputs_before_the_rule_runs():
-    "The reference loop indexes the rule's inputs (no zip): it takes them as handed to the rule, as zip did."
-    a, b = Tensor(np.arange(3.0), requires_grad=True), Tensor(np.ones(3), requires_grad=True)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])  # float32: a float64 gradient, cast on the slow path
+def test_the_loop_reads_a_rules_inputs_before_the_rule_runs(dtype):
+    "The reference loop and _call_rule take a rule's inputs as handed to it, as zip did: the rule may free them."
+    a, b = Tensor(np.arange(3.0, dtype=dtype), requires_grad=True), Tensor(np.ones(3), requires_grad=True)
     attach(Tensor(a.data * b.data), _Forgetful, a, b).sum().backward()
-    assert np.array_equal(a.grad.data, b.data) and np.array_equal(b.grad.data, a.data)
+    assert a.grad.dtype == dtype and np.array_equal(a.grad.data, b.data) and np.array_equal(b.grad.data, a.data)
 
 
 def test_tensor_keeps_a_plain_array_itself_and_converts_anything_else():

@@ -252,9 +252,8 @@ def _call_rule(function, grad, create_graph):
         )
     grads = function.apply(grad)
     if type(grads) is tuple and len(grads) == len(saved):  # the usual answer, checked in one pass without calls
-        i = 0  # (an index, not zip: this runs once per rule of every backward pass, and zip costs more than the rest)
-        for tensor in saved:
-            g, i = grads[i], i + 1
+        for i, tensor in enumerate(saved):  # (not zip: this runs for every rule, and zip costs more than the checks)
+            g = grads[i]
             if g is None or not getattr(tensor, "requires_grad", False):
                 continue  # a constant's gradient is dropped: no need to check it
             if type(g) is not Tensor:
@@ -264,15 +263,15 @@ def _call_rule(function, grad, create_graph):
                 break
         else:
             return grads
-    if not isinstance(grads, (tuple, list)) or len(grads) != len(function.saved_tensors):
+    if not isinstance(grads, (tuple, list)) or len(grads) != len(saved):
         returned = f"{len(grads)} values" if isinstance(grads, (tuple, list)) else f"a {type(grads).__name__}"
         returned = "None" if grads is None else returned
         raise RuntimeError(  # the type, not the values: a hidden test's inputs must not reach a feedback page
             f"{type(function).__name__}.apply must return a tuple with one gradient per saved tensor "
-            f"({len(function.saved_tensors)}); it returned {returned}"
+            f"({len(saved)}); it returned {returned}"
         )
     checked = []
-    for i, (tensor, g) in enumerate(zip(function.saved_tensors, grads)):
+    for i, (tensor, g) in enumerate(zip(saved, grads)):  # saved as the rule was handed them: it may have freed them
         if not getattr(tensor, "requires_grad", False):
             g = None  # data or a constant: no gradient flows into it, whatever the rule computed
         if g is not None and not isinstance(g, Tensor):
@@ -463,11 +462,12 @@ def run_backward(
             if function is None:
                 leaves.append((tensor, grad))
                 continue
-            inputs = function.saved_tensors  # (read before the rule runs: what it was handed)
-            input_grads = _call_rule(function, grad, create_graph)  # one per saved tensor, in their order
+            inputs = function.saved_tensors  # read first: a rule may free its saved tensors when it is done
+            input_grads = _call_rule(function, grad, create_graph)  # one per input, in the same order
             for i, inp in enumerate(inputs):
-                if input_grads[i] is not None and getattr(inp, "requires_grad", False):
-                    accumulate(grads, inp, input_grads[i])
+                g = input_grads[i]
+                if g is not None and getattr(inp, "requires_grad", False):
+                    accumulate(grads, inp, g)
             if not retain_graph:
                 function.release()
         ### END SOLUTION
