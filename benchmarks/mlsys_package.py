@@ -18,28 +18,29 @@ from pathlib import Path
 
 CELL = re.compile(r"^# %%.*$", re.M)  # a cell's first line in the percent format
 TARGET = re.compile(r"^#\|\s*default_exp\s+(\S+)", re.M)
-EXPORT = re.compile(r"^#\|\s*exporti?\s*$")
+EXPORT = re.compile(r"^#\|\s*export[is]?(?:\s+(\S+))?\s*$")  # nbdev's export, exporti, exports; or to another module
 
 
 def exported_modules(src: Path) -> dict[str, str]:
     "{module (core.activations): its code} from every `src/*/*.py` that names one with `#| default_exp`."
-    modules = {}
+    modules, sources = {}, {}
     for path in sorted(src.glob("*/*.py")):
         text = path.read_text(encoding="utf-8")
-        target = TARGET.search(text)
-        if target is None:
+        default = TARGET.search(text)
+        if default is None:
             continue
-        cells = [cell.splitlines() for cell in CELL.split(text)]
-        code = ["\n".join(line for line in cell if not line.startswith("#|")) for cell in cells if exported(cell)]
-        modules.setdefault(target.group(1), []).extend(code)
+        for cell in (cell.splitlines() for cell in CELL.split(text)):
+            marks = [mark for line in cell if (mark := EXPORT.match(line))]
+            if marks:
+                name = marks[0].group(1) or default.group(1)
+                modules.setdefault(name, []).append("\n".join(line for line in cell if not line.startswith("#|")))
+                sources.setdefault(name, set()).add(path.relative_to(src.parent).as_posix())
     return {
-        name: f"# exported from {src.name}/ by benchmarks/mlsys_package.py\n" + "\n\n".join(code) + "\n"
+        name: f"# exported from {', '.join(sorted(sources[name]))} by benchmarks/mlsys_package.py\n"
+        + "\n\n".join(code)
+        + "\n"
         for name, code in modules.items()
     }
-
-
-def exported(cell: list[str]) -> bool:
-    return any(EXPORT.match(line) for line in cell)
 
 
 def prepare(checkout: Path, folder: Path) -> list[str]:
@@ -49,6 +50,8 @@ def prepare(checkout: Path, folder: Path) -> list[str]:
     if not (package / "__init__.py").is_file():
         raise FileNotFoundError(f"{checkout} holds no tinytorch/ package: give a checkout of MLSysBook's TinyTorch")
     target = Path(folder) / "tinytorch"
+    if target.resolve() == package.resolve() or package.resolve() in target.resolve().parents:
+        raise ValueError(f"{folder} is the checkout itself: give a folder of its own for the prepared package")
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(package, target, ignore=shutil.ignore_patterns("__pycache__"))
     made = []
@@ -72,6 +75,8 @@ def import_problem(folder: Path) -> str | None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: python benchmarks/mlsys_package.py CHECKOUT FOLDER  (FOLDER: not the checkout)")
     made = prepare(Path(sys.argv[1]), Path(sys.argv[2]))
     print(f"{sys.argv[2]}/tinytorch: exported from src/: {', '.join(made) or 'nothing'}")
     problem = import_problem(Path(sys.argv[2]))

@@ -332,7 +332,7 @@ def peers_present(mlsys, folder):
         try:
             made = mlsys_package.prepare(mlsys, folder)
             problem = mlsys_package.import_problem(folder)
-        except OSError as error:
+        except (OSError, ValueError) as error:  # ValueError: a source file that is not UTF-8, say
             problem = f"not usable: {error}"
         else:
             print(

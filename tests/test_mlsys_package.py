@@ -21,10 +21,14 @@ import numpy as np
 raise RuntimeError("a test cell: not exported")
 
 # %% nbgrader={"grade": false, "grade_id": "relu", "solution": true}
-#| export
+#| exports
 class ReLU:
     def __call__(self, x):
         return np.maximum(x, 0)
+
+# %%
+#| export core.helpers
+HELPED = True
 """
 
 
@@ -46,11 +50,14 @@ def checkout(root: Path, autograd="VERSION = 'committed'\n") -> Path:
 
 def test_a_checkout_missing_a_module_is_completed_from_its_source_and_imports(tmp_path):
     made = PACKAGE.prepare(checkout(tmp_path / "checkout"), tmp_path / "ready")
-    assert made == ["core.activations"]  # core.autograd is committed: it stays as it is
+    assert made == ["core.activations", "core.helpers"]  # core.autograd is committed: it stays as it is
     assert PACKAGE.import_problem(tmp_path / "ready") is None
     exported = (tmp_path / "ready" / "tinytorch" / "core" / "activations.py").read_text()
     assert "class ReLU" in exported and "import numpy" in exported and "not exported" not in exported
-    assert "#|" not in exported
+    assert (
+        "#|" not in exported and "HELPED" not in exported and exported.startswith("# exported from src/02_activations/")
+    )
+    assert "HELPED = True" in (tmp_path / "ready" / "tinytorch" / "core" / "helpers.py").read_text()
     assert (tmp_path / "ready" / "tinytorch" / "core" / "autograd.py").read_text() == "VERSION = 'committed'\n"
     assert not (tmp_path / "checkout" / "tinytorch" / "core" / "activations.py").exists()  # the checkout is untouched
 
@@ -64,3 +71,10 @@ def test_a_package_that_does_not_import_is_named_with_the_reason(tmp_path):
 def test_a_folder_without_a_package_is_refused_with_what_to_give(tmp_path):
     with pytest.raises(FileNotFoundError, match="give a checkout of MLSysBook's TinyTorch"):
         PACKAGE.prepare(tmp_path, tmp_path / "ready")
+
+
+def test_the_checkout_itself_is_refused_as_the_folder_to_prepare_in(tmp_path):
+    checkout(tmp_path / "checkout")
+    with pytest.raises(ValueError, match="a folder of its own"):
+        PACKAGE.prepare(tmp_path / "checkout", tmp_path / "checkout")
+    assert (tmp_path / "checkout" / "tinytorch" / "core" / "autograd.py").exists()  # nothing of it was removed
