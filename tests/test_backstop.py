@@ -68,6 +68,7 @@ def test_a_late_call_is_waited_for_while_its_sandbox_computes(monkeypatch, late,
     worker = LateWorker(late, cpu_per_wait)
     monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: worker.waits * worker.cpu_per_wait)
     proxy = remote.Remote.__new__(remote.Remote)
+    proxy.stopwatch = remote.Stopwatch()
     proxy.budget, proxy.plan = None, {"cell_timeout": limit}
     if replies:
         assert proxy.receive_reply(worker, wait=15, left=15) == ({"op": "return"}, [])
@@ -106,11 +107,13 @@ def test_a_call_is_ended_with_what_ended_it(monkeypatch, cpu, notebook, left, en
     worker = LateWorker(len(cpu), None)
     monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: ([0.0, *cpu])[worker.waits])
     proxy = remote.Remote.__new__(remote.Remote)
+    proxy.stopwatch = remote.Stopwatch()
     proxy.budget, proxy.plan = Notebook(notebook, worker), {"cell_timeout": 5}
     with pytest.raises(TimeoutError) as raised:
         proxy.receive_reply(worker, wait=15, left=left)
     assert type(raised.value) is ending
     assert worker.waits == len(cpu)
+    assert [e[0] for e in proxy.stopwatch.endings] == [ending.__name__]  # for TINYTORCH_TIMINGS
 
 
 def test_a_call_past_its_limit_has_a_moment_for_its_alarms_reply(monkeypatch):
@@ -118,6 +121,7 @@ def test_a_call_past_its_limit_has_a_moment_for_its_alarms_reply(monkeypatch):
     worker = LateWorker(4, None)
     monkeypatch.setattr(sandbox, "cpu_seconds_used", lambda process: [0.0, 1.6, 3.2, 4.8, 6.41][worker.waits])
     proxy = remote.Remote.__new__(remote.Remote)
+    proxy.stopwatch = remote.Stopwatch()
     proxy.budget, proxy.plan = Notebook(1000, worker), {"cell_timeout": 6.4}
     assert proxy.receive_reply(worker, wait=15, left=1000) == ({"op": "return"}, [])
     assert worker.waits == 5
@@ -146,6 +150,7 @@ def call_overruns(tmp_path, monkeypatch, code):
     setup = remote.WorkerSetup({"op": "plan", "cell_timeout": 1}, [], {"memory_mb": 256}, False, str(script))
     worker = remote.Worker(setup, remote.Stopwatch())
     proxy = remote.Remote.__new__(remote.Remote)
+    proxy.stopwatch = remote.Stopwatch()
     proxy.budget, proxy.plan = None, {"cell_timeout": 1}
     try:
         before = sandbox.cpu_seconds_used(worker.process)

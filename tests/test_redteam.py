@@ -88,7 +88,7 @@ def graded_class(kit, tmp_path_factory):
     temp = root / "tmp"
     temp.mkdir()
     listener = Listener()
-    other = None
+    other, timings = None, [root / "timings.jsonl"]  # each job's split and how its late calls ended, for a failure
     if OTHER_USER:
         other_root = Path(tempfile_for(OTHER_USER))
         shutil.copytree(root / "submissions", other_root / "submissions")
@@ -97,19 +97,27 @@ def graded_class(kit, tmp_path_factory):
         other = subprocess.Popen(
             other_user_command(["autograde", other_root / "submissions", "--out", other_root / "grades", *OPTIONS]),
             cwd=REPO,
-            env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(other_root), TMPDIR=str(other_root / "tmp")),
+            env=dict(
+                os.environ,
+                PYTHONPATH=str(REPO),
+                HOME=str(other_root),
+                TMPDIR=str(other_root / "tmp"),
+                TINYTORCH_TIMINGS=str(other_root / "timings.jsonl"),
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
     started = time.time()
-    result = run_cli("autograde", root / "submissions", "--out", root / "grades", *OPTIONS, env={"TMPDIR": str(temp)})
+    times = {"TMPDIR": str(temp), "TINYTORCH_TIMINGS": str(timings[0])}
+    result = run_cli("autograde", root / "submissions", "--out", root / "grades", *OPTIONS, env=times)
     seconds = time.time() - started
     other_rows = None
     if other is not None:
         out, err = other.communicate(timeout=1800)
         assert other.returncode in (0, 1), err[-2000:]
         other_rows = read_rows(other_root / "grades")
+        timings.append(other_root / "timings.jsonl")
     time.sleep(1)
     listener.close()
     leftovers = set(glob.glob(f"{temp}/*"))
@@ -125,6 +133,7 @@ def graded_class(kit, tmp_path_factory):
         "other_rows": other_rows,
         "connections": listener.connections,
         "leftovers": leftovers,
+        "timings": timings,
     }
 
 
@@ -232,11 +241,23 @@ def test_a_fork_bomb_or_a_full_tmp_costs_nobody_else(graded_class, student):
         assert not hurt, f"another student paid for {student}'s attack: {hurt}"
 
 
+def endings(graded_class, student):
+    "How each run ended the student's calls that ran out of time (TINYTORCH_TIMINGS), for a failure's message."
+    found = []
+    for path in graded_class["timings"]:
+        for line in Path(path).read_text().splitlines() if Path(path).exists() else []:
+            entry = json.loads(line)
+            if entry["submission"].startswith(f"{student}/") and "endings" in entry:
+                found.append((Path(path).parent.name, entry["endings"]))
+    return found
+
+
 def check(graded_class, student):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert not compare(rows, {student: expected[student]}), [r for r in rows if r.student == student]
+    late = endings(graded_class, student)
+    assert not compare(rows, {student: expected[student]}), ([r for r in rows if r.student == student], late)
     if graded_class["other_rows"] is not None:
-        assert not compare(graded_class["other_rows"], {student: expected[student]}), "as the unprivileged user"
+        assert not compare(graded_class["other_rows"], {student: expected[student]}), ("as the ordinary user", late)
 
 
 @pytest.mark.skipif(not OTHER_USER, reason="TINYTORCH_REDTEAM_USER is not set (.ci/run sets it)")

@@ -62,10 +62,11 @@ class Budget:
 
 
 class Stopwatch:
-    "Seconds spent in each part of a job, {part: seconds}: `with stopwatch('page'): ...` or `stopwatch.add(part, s)`."
+    """Seconds spent in each part of a job, {part: seconds}: `with stopwatch('page'): ...` or `stopwatch.add(part, s)`;
+    and how each call that ran out of time was ended, [ending, CPU seconds used, extensions, load] (`endings`)."""
 
     def __init__(self) -> None:
-        self.seconds = {}
+        self.seconds, self.endings = {}, []
 
     def add(self, part: str, seconds: float) -> None:
         self.seconds[part] = self.seconds.get(part, 0.0) + seconds

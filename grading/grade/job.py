@@ -206,6 +206,8 @@ def record_times(spec: Spec, stopwatch: Stopwatch) -> None:
         "page": parts.get("page", 0.0),
         "total": process_age(),
     }
+    if stopwatch.endings:  # how calls past their time were ended (grading.grade.remote.Remote.receive_reply)
+        times["endings"] = stopwatch.endings
     line = json.dumps({"submission": f"{spec.student}/{spec.assignment}", **times})
     with open(path, "a") as file:
         file.write(line + "\n")

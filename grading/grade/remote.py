@@ -22,7 +22,7 @@ import numpy as np
 
 from ..common.errors import GraderFault, Refusal
 from ..sandbox import sandbox, wire
-from .clock import SLICE, Budget, Stopwatch
+from .clock import SLICE, Budget, Stopwatch, load_factor
 from .ownership import check_changes, may_change, object_paths
 from .student_errors import StudentError, exception_of, students
 
@@ -350,6 +350,7 @@ class Remote:
             try:
                 return worker.receive(Budget(max(1.0, window)), overran)
             except Overran:
+                self.stopwatch.endings.append(["Overran", limit + OVERRUN, extensions, round(load_factor(), 2)])
                 raise
             except TimeoutError:
                 now = sandbox.cpu_seconds_used(worker.process)
@@ -365,11 +366,9 @@ class Remote:
                     window, cut = min(want, remaining), remaining < want
                     before, graced, extensions = now, graced or past, extensions + (not past)
                     continue
-                if past:
-                    raise Overran() from None
-                if cut or want:  # the notebook's time, not the backstop, ended the waiting
-                    raise NotebookTimeUp() from None
-                raise
+                ending = Overran if past else NotebookTimeUp if cut or want else TimeoutError  # want: the notebook's
+                self.stopwatch.endings.append([ending.__name__, used, extensions, round(load_factor(), 2)])
+                raise ending() from None
 
     def accept_changes(self, session: wire.Session, reply: dict, call: Call) -> None:
         """Check what a message of the student's code changes of the grader's objects, and keep only what it may:
