@@ -246,9 +246,15 @@ class Remote:
         session = wire.Session(resolve_trusted_class)
         named = named if named is not None else {f"arg{i}": a for i, a in enumerate(args)}
         worker.calls += 1
-        header = {"op": "call", "module": self.plan["module"], "qualname": qualname, "readonly": readonly}
-        header.update(globals=wire.flags(self.graded), call=worker.calls)
-        header["quiet"] = quiet  # NumPy's floating-point warnings off (the probes' infinities are the grader's doing)
+        header = {
+            "op": "call",
+            "module": self.plan["module"],
+            "qualname": qualname,
+            "readonly": readonly,
+            "quiet": quiet,  # NumPy's floating-point warnings off (the probes' infinities are the grader's doing)
+            "globals": wire.flags(self.graded),
+            "call": worker.calls,
+        }
         try:
             request = session.message(header, {"args": tuple(args), "kwargs": dict(kwargs)})
         except wire.WireError as error:
