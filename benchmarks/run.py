@@ -321,29 +321,31 @@ def engine_round(names, mlsys):
 
 
 def peers_present(mlsys, folder):
-    """The engines that can run here, a line for each peer that cannot, and the folder holding MLSysBook's package
-    as its engine imports it (prepared in `folder` from the checkout `mlsys`: benchmarks/mlsys_package.py)."""
+    """The engines that can run here, and a line for each peer that cannot. MLSysBook's package is prepared in
+    `folder` from the checkout `mlsys` (benchmarks/mlsys_package.py), where its engine imports it."""
     names, missing = list(ENGINES), []
     if torch is None:
         names = [n for n in names if not n.startswith("PyTorch")]
         missing.append("PyTorch is not installed: its columns are left out (pip install torch)")
-    problem = "not given (--mlsys PATH, a checkout of it)" if mlsys is None else None
-    if problem is None:
-        try:
-            made = mlsys_package.prepare(mlsys, folder)
-            problem = mlsys_package.import_problem(folder)
-        except (OSError, ValueError) as error:  # ValueError: a source file that is not UTF-8, say
-            problem = f"not usable: {error}"
-        else:
-            print(
-                f"MLSysBook's TinyTorch: {mlsys}'s tinytorch/"
-                + (f", with {', '.join(made)} exported from its src/" if made else "")
-            )
-            problem = problem and f"at {mlsys} does not import ({problem})"
+    problem = mlsys_problem(mlsys, folder)
     if problem is not None:
         names.remove("MLSysBook f32")
         missing.append(f"MLSysBook's TinyTorch {problem}: its column is left out")
     return names, missing
+
+
+def mlsys_problem(mlsys, folder):
+    "Why MLSysBook's TinyTorch cannot run here, or None once its package is prepared in `folder`."
+    if mlsys is None:
+        return "not given (--mlsys PATH, a checkout of it)"
+    try:
+        made = mlsys_package.prepare(mlsys, folder)
+        problem = mlsys_package.import_problem(folder)
+    except (OSError, ValueError) as error:  # ValueError: a source file that is not UTF-8, say
+        return f"not usable: {error}"
+    exported = f", with {', '.join(made)} exported from its src/" if made else ""
+    print(f"MLSysBook's TinyTorch: {mlsys}'s tinytorch/{exported}")
+    return None if problem is None else f"at {mlsys} does not import ({problem})"
 
 
 def engine_targets(workload, t):
