@@ -64,9 +64,22 @@ def prepare(checkout: Path, folder: Path) -> list[str]:
     return made
 
 
+# What benchmarks/engines.py's mlsys_engine imports (a test keeps the two the same)
+ENGINE_IMPORTS = {
+    "tinytorch.core.activations": ("ReLU",),
+    "tinytorch.core.autograd": ("enable_autograd",),
+    "tinytorch.core.layers": ("Linear",),
+    "tinytorch.core.losses": ("CrossEntropyLoss",),
+    "tinytorch.core.optimizers": ("SGD",),
+    "tinytorch.core.spatial": ("Conv2d", "MaxPool2d"),
+    "tinytorch.core.tensor": ("Tensor",),
+}
+
+
 def import_problem(folder: Path) -> str | None:
-    "Why `folder`'s tinytorch does not import in a fresh Python, or None when it does."
-    code = f"import sys; sys.path.insert(0, {str(folder)!r}); import tinytorch.core.autograd, tinytorch.core.spatial"
+    "Why `folder`'s tinytorch does not give what the benchmark's engine imports, in a fresh Python; None when it does."
+    imports = "; ".join(f"from {module} import {', '.join(names)}" for module, names in ENGINE_IMPORTS.items())
+    code = f"import sys; sys.path.insert(0, {str(folder)!r}); {imports}"
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=folder)
     if ran.returncode == 0:
         return None
