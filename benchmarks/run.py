@@ -307,7 +307,7 @@ def engine_round(names, mlsys):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}  # see docs
     script, results = str(Path(__file__).resolve().parent / "engines.py"), {}
     kept = tinytorch.KEEPS_FREED_MEMORY  # False where the user chose glibc's settings: then the floor keeps them too
-    floor_env = env | ({name: str(value) for name, value in tinytorch.KEPT_MEMORY.items()} if kept else {})
+    floor_env = env | ({name: str(value) for name, (_, value) in tinytorch.KEPT_MEMORY.items()} if kept else {})
     for name in names:
         command = [sys.executable, script, *ENGINES[name]] + (["--mlsys", str(mlsys)] if mlsys else [])
         # the hand NumPy floor keeps freed memory as import tinytorch makes glibc do, so that it stays a floor

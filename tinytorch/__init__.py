@@ -18,9 +18,9 @@ from .core.tensor import Tensor, get_default_dtype, set_default_dtype
 enable_autograd(quiet=True)
 
 
-# glibc's settings that keep freed memory for reuse, by the names of its environment variables, and their numbers
-KEPT_MEMORY = {"MALLOC_MMAP_THRESHOLD_": 32 << 20, "MALLOC_TRIM_THRESHOLD_": 128 << 20}  # bytes
-MALLOPT_NUMBERS = {"MALLOC_MMAP_THRESHOLD_": -3, "MALLOC_TRIM_THRESHOLD_": -1}  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+# glibc's settings that keep freed memory for reuse, by the names of its environment variables:
+# (mallopt's number for it, the bytes). The numbers are M_MMAP_THRESHOLD and M_TRIM_THRESHOLD.
+KEPT_MEMORY = {"MALLOC_MMAP_THRESHOLD_": (-3, 32 << 20), "MALLOC_TRIM_THRESHOLD_": (-1, 128 << 20)}
 
 
 def _keep_freed_memory():
@@ -39,8 +39,8 @@ def _keep_freed_memory():
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
-    for name, value in KEPT_MEMORY.items():
-        mallopt(MALLOPT_NUMBERS[name], value)
+    for number, value in KEPT_MEMORY.values():
+        mallopt(number, value)
     return True
 
 
