@@ -156,7 +156,10 @@ def call_overruns(tmp_path, monkeypatch, code):
         before = sandbox.cpu_seconds_used(worker.process)
         with pytest.raises(remote.Overran):
             proxy.receive_reply(worker, wait=60, left=60)
-        return sandbox.cpu_seconds_used(worker.process) - before
+        used = sandbox.cpu_seconds_used(worker.process) - before
+        (ending,) = proxy.stopwatch.endings  # its record holds the CPU seconds read, not the threshold
+        assert ending[0] == "Overran" and 1.5 <= ending[1] <= used + 0.01 and ending[1] != 1.5, ending
+        return used
     finally:
         worker.close()
 

@@ -3,8 +3,7 @@
 `Worker` is one sandboxed process fed one call at a time over two pipes. `Remote` starts it (again after a crash),
 sends each call's arguments as data (grading.sandbox.wire), runs the grader's functions that the student's code calls
 back, and keeps only the changes a call may make to the grader's objects (grading.grade.ownership). No wait outlasts
-the call's limit or the notebook's time (grading.grade.clock.Budget).
-"""
+the call's limit or the notebook's time (grading.grade.clock.Budget)."""
 
 from __future__ import annotations
 
@@ -345,18 +344,19 @@ class Remote:
         before = sandbox.cpu_seconds_used(worker.process) if before is None else before
         start = before if start is None else start
         left = min(left, self.budget.remaining()) if self.budget is not None else left  # a callback took some
-        limit, extensions, graced = self.plan["cell_timeout"], 0, False
+        limit, extensions, graced, used = self.plan["cell_timeout"], 0, False, None
         window, cut = min(wait, left), left < wait  # cut: the notebook's time, not the backstop, bounds this wait
 
-        def overran() -> bool:
-            now = sandbox.cpu_seconds_used(worker.process)
-            return None not in (start, now) and now - start >= limit + OVERRUN
+        def overran() -> bool:  # `used`: the call's CPU seconds so far, for the record of how it ended
+            nonlocal used
+            used = None if None in (start, now := sandbox.cpu_seconds_used(worker.process)) else now - start
+            return used is not None and used >= limit + OVERRUN
 
         while True:
             try:
                 return worker.receive(Budget(max(1.0, window)), overran)
             except Overran:
-                self.stopwatch.endings.append(["Overran", limit + OVERRUN, extensions, round(load_factor(), 2)])
+                self.stopwatch.endings.append(["Overran", used, extensions, round(load_factor(), 2)])
                 raise
             except TimeoutError:
                 now = sandbox.cpu_seconds_used(worker.process)
