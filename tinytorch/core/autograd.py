@@ -12,6 +12,7 @@ import weakref
 
 import numpy as np
 
+from . import tensor as tensor_module
 from tinytorch.core.elementwise import (
     AddBackward,
     AddNumberBackward,
@@ -53,28 +54,28 @@ def add(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data + b), AddNumberBackward, a)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)  # no call for the common case, a Tensor
-    return attach(a._binary(b, np.add, "+"), AddBackward, a, b)  # what a + b does on a plain Tensor
+    return attach(tensor_module.elementwise(a, b, np.add, "+"), AddBackward, a, b)  # a + b of a plain Tensor
 
 
 def sub(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data - b), AddNumberBackward, a)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(a._binary(b, np.subtract, "-"), SubBackward, a, b)
+    return attach(tensor_module.elementwise(a, b, np.subtract, "-"), SubBackward, a, b)
 
 
 def mul(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data * b), MulNumberBackward, a, number=b)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(a._binary(b, np.multiply, "*"), MulBackward, a, b)
+    return attach(tensor_module.elementwise(a, b, np.multiply, "*"), MulBackward, a, b)
 
 
 def div(a: Tensor, b) -> Tensor:
     if type(b) in NUMBERS:
         return attach(Tensor(a.data / b), DivNumberBackward, a, number=b)
     b = b if isinstance(b, Tensor) else Tensor._lift(b, a)
-    return attach(a._binary(b, np.divide, "/"), DivBackward, a, b)
+    return attach(tensor_module.elementwise(a, b, np.divide, "/"), DivBackward, a, b)
 
 
 def radd(a: Tensor, b) -> Tensor:
