@@ -182,3 +182,13 @@ def test_a_visible_test_of_notebook_09_names_the_mistake_a_wrong_answer_identifi
 ):
     message = visible_message(cell_id, solution, test_cell)
     assert cause in message and not_cause not in message, message
+
+
+def test_a_layer_is_called_with_options_by_name_as_in_pytorch():
+    "attention(x, mask=mask) inside a block (18) reached Module.__call__ as a TypeError before: 2 points lost."
+    from tinytorch.core.attention import MultiHeadAttention, causal_mask
+    from tinytorch.core.tensor import Tensor
+
+    attention = MultiHeadAttention(4, 2, seed=0)
+    x, mask = Tensor(np.random.default_rng(0).normal(size=(2, 3, 4))), causal_mask(3)
+    assert np.array_equal(attention(x, mask=mask).data, attention(x, mask).data)

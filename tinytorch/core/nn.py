@@ -15,8 +15,8 @@ from .tensor import Tensor, get_default_dtype
 class Module:
     "Base class of layers and networks: call it like a function; it knows its parameters."
 
-    def __call__(self, *inputs):
-        return self.forward(*inputs)
+    def __call__(self, *inputs, **options):  # options by name too, as PyTorch's: attention(x, mask=mask)
+        return self.forward(*inputs, **options)
 
     def forward(self, *inputs):
         raise NotImplementedError(f"{type(self).__name__} needs a forward(...) method.")
