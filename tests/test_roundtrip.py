@@ -5,6 +5,7 @@ import csv
 
 import nbformat
 import pytest
+from test_kit_references import raised_by
 
 from conftest import REPO, run_cli
 from grading.common.answers import solved
@@ -71,6 +72,16 @@ def test_feedback_names_the_wrong_rule_but_hides_hidden_tests(graded):
     html = (grades / "feedback" / "carol" / "04_elementwise.html").read_text()
     assert "MulBackward, input 0" in html and "analytic" in html
     assert "np.array([1e6, -1e6])" not in html, "hidden test code must not appear in feedback"
+
+
+def test_the_package_a_notebook_is_graded_with_says_a_later_exercise_is_not_there(graded):
+    "A capstone (16) built with 17's BatchNorm1d met its stub while graded: the page said only 'NotImplementedError:'."
+    released = graded[2] / ".grading" / "released" / "tinytorch" / "core" / "norm.py"
+    source = released.read_text()
+    assert "NotImplementedError()" not in source
+    message = raised_by(next(line for line in source.splitlines() if "BatchNorm1d is an exercise" in line))
+    assert message.startswith("NotImplementedError: BatchNorm1d is an exercise of 17_norm.ipynb, a later notebook")
+    assert "Use only what the notebooks up to the one graded here build." in message
 
 
 def test_kit_has_no_solution_code(kit):

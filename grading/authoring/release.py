@@ -82,13 +82,23 @@ def stub_message(assignment: str, exercise: str) -> str:
     )
 
 
-def explain_stubs(source: str, assignment: str) -> str:
-    "Make each stub nbgrader left name its exercise: the top-level class or function it stands in."
+def later_stub_message(assignment: str, exercise: str) -> str:
+    """The stub's line in the package a notebook is graded with, where only a notebook before `assignment` meets it
+    (grading.grade.job.build_package): its code went through an exercise of a later notebook."""
+    return (
+        f'raise NotImplementedError("{exercise} is an exercise of {assignment}.ipynb, a later notebook: a notebook is '
+        "graded with the course's own modules of the notebooks before it, and nothing of the ones after it. Use only "
+        'what the notebooks up to the one graded here build.")'
+    )
+
+
+def explain_stubs(source: str, assignment: str, message: Callable[[str, str], str] = stub_message) -> str:
+    "Make each stub nbgrader left name its exercise (the top-level class or function it stands in), in `message`."
     lines, current = [], None
     for line in source.splitlines():
         match = DEFINITION.match(line)
         current = match[1] if match else current
-        lines.append(line.replace(STUB, stub_message(assignment, current)) if STUB in line else line)
+        lines.append(line.replace(STUB, message(assignment, current)) if STUB in line else line)
     return "\n".join(lines)
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..authoring.convention import manual_answers
 from ..authoring.course import course_key, made_course, made_or_kept
-from ..authoring.release import check_sources, kit_settings
+from ..authoring.release import check_sources, explain_stubs, kit_settings, later_stub_message
 from ..common.defaults import CELL_TIMEOUT
 from ..common.errors import GradingError
 from ..common.layout import UNFINISHED, state_folder
@@ -38,6 +38,7 @@ from ..common.notebooks import (
     nbgrader_meta,
     read_notebook,
     write_atomic,
+    write_notebook,
 )
 from ..reports import marking
 from ..reports.feedback import POLICIES
@@ -138,7 +139,7 @@ def make_state(notebooks: dict[str, Path], state: Path) -> None:
     # What a student's code may see of the other notebooks: the released modules (every answer a stub); a job puts
     # the reference modules of the notebooks before its own on top (grading.grade.job.build_package).
     released = {stem: state / "master" / "release" / stem / f"{stem}.ipynb" for stem in notebooks}
-    export_notebooks(released, state / "released")
+    export_notebooks(released, state / "released", stubs=later_stub_message)
     for folder in ("reference", "released"):
         # Byte-compiled once here, not in every sandbox: a job copies these beside the sources, and a checked-hash
         # .pyc is used only while its source is unchanged (the student's own module is always compiled afresh).
@@ -147,11 +148,18 @@ def make_state(notebooks: dict[str, Path], state: Path) -> None:
         )
 
 
-def export_notebooks(notebooks: dict[str, Path], folder: Path) -> None:
-    "A package exported from `notebooks` ({stem: path}) into folder/tinytorch."
+def export_notebooks(notebooks: dict[str, Path], folder: Path, stubs: Callable[[str, str], str] | None = None) -> None:
+    "A package exported from `notebooks` ({stem: path}) into folder/tinytorch; with `stubs`, each stub says that."
     (folder / "nbs").mkdir(parents=True)
     for stem, path in notebooks.items():
-        shutil.copyfile(path, folder / "nbs" / f"{stem}.ipynb")
+        if stubs is None:
+            shutil.copyfile(path, folder / "nbs" / f"{stem}.ipynb")
+            continue
+        notebook = read_notebook(path)
+        for cell in notebook.cells:
+            if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
+                cell.source = explain_stubs(cell.source, stem, stubs)
+        write_notebook(notebook, folder / "nbs" / f"{stem}.ipynb")
     (folder / "settings.ini").write_text(kit_settings(REPO / "settings.ini", nbs_path="nbs"))
     copy_package_skeleton(folder)
     export_package(folder)

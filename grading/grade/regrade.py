@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .gradebook import Row
     from .run import Found, Log, Run, Todo
 
-GRADER_VERSION = "6"  # part of every result's fingerprint: bump it when grading itself changes
+GRADER_VERSION = "7"  # part of every result's fingerprint: bump it when grading itself changes
 
 
 def setup_fingerprint(notebook: NotebookNode) -> str:
