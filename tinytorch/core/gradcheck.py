@@ -160,8 +160,10 @@ def check_dtype(label, analytic, dtype):
     if found is not None and np.issubdtype(found, np.floating) and found != dtype:
         if np.finfo(found).bits > np.finfo(dtype).bits:
             cause = (
-                "A float64 constant array (np.ones(shape), np.eye(n)) promotes it; give it the dtype of the tensor "
-                "(np.ones(shape, dtype=x.dtype))."
+                "A float64 constant promotes it: an array (np.ones(shape), np.eye(n)), a NumPy number (1 / np.sqrt(d)), "
+                "or a boolean mask divided by a number (mask / (1 - p)). Give an array the dtype of the tensor "
+                "(np.ones(shape, dtype=x.dtype)), make a NumPy number a Python float (float(...)), and multiply by a "
+                "mask before dividing."
             )
         else:
             cause = (
