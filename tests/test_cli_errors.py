@@ -28,6 +28,25 @@ def test_autograde_missing_folder(tmp_path):
     assert "no such folder" in one_line_error(result)[0] and result.returncode == 2
 
 
+def test_autograde_refuses_an_out_folder_in_the_submissions_or_a_file_and_the_kit(tmp_path):
+    "An instructor's --out SUBMISSIONS made the next run grade 'students' named feedback and results."
+    subs = tmp_path / "subs"
+    (subs / "ada" / "01_tensor").mkdir(parents=True)
+    for out in (subs, subs / "grades"):
+        error = one_line_error(cli("autograde", subs, "--out", out))[0]
+        assert "submissions folder" in error and str(tmp_path / "grades") in error
+    assert sorted(p.name for p in subs.iterdir()) == ["ada"]  # nothing written there
+    (tmp_path / "a-file").write_text("")
+    assert "that is a file" in one_line_error(cli("autograde", subs, "--out", tmp_path / "a-file"))[0]
+    (tmp_path / "kit" / "01_tensor").mkdir(parents=True)
+    (tmp_path / "kit" / ".release-manifest.json").write_text("{}")
+    error = one_line_error(cli("autograde", tmp_path / "kit", "--out", tmp_path / "g"))[0]
+    assert "this is the student kit" in error and not (tmp_path / "g").exists()
+    (tmp_path / "kit" / "01_tensor" / "01_tensor.ipynb").write_text("{}")
+    error = one_line_error(cli("autograde", subs, "--out", tmp_path / "g", "--notebooks", tmp_path / "kit"))[0]
+    assert "contains no notebooks. It holds notebooks in folders (01_tensor, ...): a student kit?" in error
+
+
 def test_check_missing_notebook(tmp_path):
     assert "no such file" in one_line_error(cli("check", tmp_path / "none.ipynb"))[0]
 
@@ -65,7 +84,7 @@ def test_bad_submissions_are_reported_in_the_table_and_on_the_console(tmp_path):
         notes = {r["student"]: r["note"] for r in csv.DictReader(f)}
     assert "not valid JSON" in notes["dave"]
     assert "unknown assignment '99_magic'" in notes["erin"]
-    assert "missing 02_function.ipynb" in notes["frank"] and "my_work.ipynb" in notes["frank"]
+    assert "missing 02_function.ipynb (found: my_work.ipynb): rename it to 02_function.ipynb" in notes["frank"]
     assert "not the 03_gradcheck notebook" in notes["gina"]
 
 

@@ -869,3 +869,12 @@ def test_a_truncated_notebook_is_named_at_collect_and_placed_for_its_row(tmp_pat
     assert row["status"] == "placed"
     assert row["note"].startswith("not a readable notebook: not valid JSON (")
     assert notebook(out, "doejane-5", "02_function").read_bytes() == tiny()[:40]
+
+
+def test_canvas_late_mark_is_read_in_either_case():
+    "An instructor wrote _late_ by hand: it became part of the student's name (zedzoe-late-1004)."
+    from grading.intake.downloads import CANVAS
+
+    for name in ("zedzoe_late_1004_5_04_elementwise.ipynb", "zedzoe_LATE_1004_5_04_elementwise.ipynb"):
+        match = CANVAS.fullmatch(name)
+        assert (match["name"], match["user"], bool(match["late"])) == ("zedzoe", "1004", True)

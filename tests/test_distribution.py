@@ -28,6 +28,18 @@ def test_the_percentage_is_of_the_final_score_with_marks_and_late_penalty():
     assert student_percentages([late, unmarked_course]) == {"ada": 100 * (22 - 11) / 30, "bo": 50.0}
 
 
+def test_written_answers_count_once_all_of_a_notebooks_are_marked():
+    "An instructor's alice, 224 of 224 autograded, sat in the 70-80 % bin: her unmarked answers' points counted."
+    waiting = marking.none_yet({"why_a": 3.0, "why_b": 3.0})
+    half = marking.Marks(score=3.0, points=6.0, unmarked=["why_b"])
+    rows = [
+        Row("ada", "04", "04.ipynb", score=24, max_score=24, manual_points=6, marks=waiting),
+        Row("bo", "04", "04.ipynb", score=12, max_score=24, manual_points=6, marks=half),
+        Row("cy", "04", "04.ipynb", score=12, max_score=24, manual_points=6, marks=marking.Marks(score=6, points=6)),
+    ]
+    assert student_percentages(rows) == {"ada": 100.0, "bo": 50.0, "cy": 60.0}
+
+
 def test_the_y_axis_counts_whole_students(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 

@@ -148,3 +148,33 @@ def test_another_policy_later_rewrites_the_pages_without_grading_again(two_stude
     page = (out / "feedback" / "bo" / "09_nn.html").read_text()
     assert "linear_hidden" in page and grades(out) == before
     assert json.loads((out / "gradebook.json").read_text())["bo"]["09_nn"]["feedback"] == "full"
+
+
+def test_a_notebook_older_than_the_result_it_replaces_is_named_in_a_warning(tmp_path):
+    "An instructor regraded a corrected notebook from a side folder; the next class run put back the old grade silently."
+    import os
+    import time
+
+    from grading.grade.regrade import older_than_its_result
+
+    notebook = tmp_path / "02_function.ipynb"
+    notebook.write_text("{}")
+    graded = time.time()
+    os.utime(notebook, (graded - 600, graded - 600))  # changed ten minutes before the result was graded
+    previous = {
+        "student": "dave",
+        "assignment": "02_function",
+        "score": 4.0,
+        "max_score": 4.0,
+        "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(graded)),
+        "fingerprint": {"submission": "the corrected one"},
+    }
+    warning = older_than_its_result(notebook, previous, {"submission": "this one"})
+    assert (
+        warning.startswith("warning: dave/02_function: its result (4.0 of 4.0) was graded at")
+        and str(notebook) in warning
+    )
+    assert older_than_its_result(notebook, previous, {"submission": "the corrected one"}) == ""  # the same notebook
+    os.utime(notebook, (graded + 600, graded + 600))  # handed in again after the grading: the usual case
+    assert older_than_its_result(notebook, previous, {"submission": "this one"}) == ""
+    assert older_than_its_result(notebook, None, {"submission": "this one"}) == ""

@@ -209,3 +209,26 @@ def test_the_lms_export_takes_the_final_score():
     book = {"ada": {"09_nn": {"score": 10, "max_score": 12, "final_score": 8}}, "bo": {"09_nn": {"score": 12}}}
     assert Grades(book).cell(SimpleNamespace(student="ada"), "09_nn") == "8"
     assert Grades(book).cell(SimpleNamespace(student="bo"), "09_nn") == "12", "an older gradebook: the score"
+
+
+def test_a_notebook_timed_by_its_download_gets_no_late_penalty_and_a_warning(tmp_path):
+    "An instructor's Canvas class graded with --due: every notebook had the download's time, and everyone was late."
+    from grading.grade.autograde import download_times
+
+    report = [
+        "download,file,status,student,assignment,time,time_from,note",
+        "c.zip,ada_1_2_09_nn.ipynb,placed,ada,09_nn,2026-12-07T18:37:24+00:00,the file's time in the download,",
+        "g.zip,bob/09_nn.ipynb,placed,bob,09_nn,2026-11-30T10:00:00+00:00,the LMS's submission time,",
+        "c.zip,cy_3_4_10_optimizers.ipynb,placed,cy,10_optimizers,2026-12-07T18:37:24+00:00,the file's time in the download,",
+    ]
+    (tmp_path / "collect-report.csv").write_text("\n".join(report) + "\n")
+    found = [
+        (s, a, tmp_path / s / a / f"{a}.ipynb")
+        for s, a in (("ada", "09_nn"), ("bob", "09_nn"), ("cy", "10_optimizers"))
+    ]
+    said = []
+    late = download_times(make_policy(["09_nn=2026-12-01T23:59"], penalty="10%/day"), found, said.append)
+    assert list(late) == [("ada", "09_nn")]  # bob's time is the LMS's; cy's notebook has no due date
+    assert late[("ada", "09_nn")].penalty == 0 and "its download's" in late[("ada", "09_nn")].note
+    assert said == [said[0]] and said[0].startswith("warning: late policy not applied to 1 notebook: their time")
+    assert download_times(make_policy(), found, said.append) == {}

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from conftest import cli, run_cli
 from grading.common.csvsafe import PLAIN_IDENTIFIER
 from grading.common.errors import GradingError
 from grading.intake.roster import read_roster
@@ -378,6 +378,31 @@ def test_error_missing_gradebook(grading, tmp_path):
     assert "gradebook.json: no gradebook here" in one_line_error(result)
     result = run_cli("export-grades", tmp_path / "nowhere", "--format", "canvas", "--out", tmp_path / "c.csv", *roster)
     assert "no such folder" in one_line_error(result)
+
+
+def test_an_export_never_replaces_autograde_s_own_files_and_a_folder_is_not_a_file(grading, tmp_path):
+    "An instructor's --out grades/grades.csv replaced autograde's table; --out FOLDER ended in a traceback."
+    grades, roster, nbs = grading
+    (grades / "grades.csv").write_text("autograde's table")
+    common = ["--roster", roster, "--notebooks", nbs, "--missing", "blank"]
+    for out in (grades / "grades.csv", grades / "gradebook.json", grades / "results" / "x.csv"):
+        result = cli("export-grades", grades, "--format", "canvas", "--out", out, *common)
+        assert "that is autograde's own" in one_line_error(result), result.stderr
+    result = cli("export-grades", grades, "--format", "canvas", "--out", tmp_path, *common)
+    assert f"--out {tmp_path}: that is a folder; give the file to write" in one_line_error(result)
+    result = cli("export-feedback", grades, "--layout", "canvas", "--out", grades / "feedback", "--notebooks", nbs)
+    assert "that is autograde's own feedback" in one_line_error(result)
+    assert (grades / "grades.csv").read_text() == "autograde's table"
+    assert json.loads((grades / "gradebook.json").read_text()) == GRADEBOOK
+    assert not [p for p in tmp_path.rglob("*.tmp")] and not (grades / "results").exists()
+
+
+def test_export_from_the_submissions_folder_says_which_folder_to_give(tmp_path):
+    (tmp_path / "subs" / "ada" / "01_tensor").mkdir(parents=True)
+    (tmp_path / "subs" / "ada" / "01_tensor" / "01_tensor.ipynb").write_text("{}")
+    result = cli("export-feedback", tmp_path / "subs", "--layout", "canvas", "--out", tmp_path / "fb")
+    assert "This folder holds students' notebooks: give the --out folder of" in one_line_error(result)
+    assert "--out " + str(tmp_path / "subs") not in result.stderr  # it once told the user to grade into it
 
 
 def test_error_unknown_format(grading, tmp_path):

@@ -7,6 +7,11 @@ STATE = ".grading"  # OUT/.grading: the run's courses, jobs, reference check and
 UNFINISHED = "unfinished.json"  # in STATE while a run grades: the submissions its table still lacks
 LATE_POLICY = "late-policy.json"  # in STATE: the due dates and penalty of the last run that was given any
 
+# What collect (grading.intake) writes beside the students' folders of SUBMISSIONS, which autograde reads: its report,
+# and the report's time_from where a download held no submission times (Canvas's, Moodle's)
+COLLECT_REPORT = "collect-report.csv"
+DOWNLOAD_TIME, COLLECT_TIME = "the file's time in the download", "none in the download: the time of collect"
+
 
 def state_folder(out: str | Path) -> Path:
     "OUT/.grading."

@@ -86,7 +86,12 @@ def course_notebooks(notebooks_dir: str | Path | None = None) -> dict[str, Path]
         raise GradingError(f"{notebooks_dir}: the notebooks folder does not exist{did_you_mean_path(notebooks_dir)}.")
     found = {p.stem: p for p in sorted(notebooks_dir.glob("*.ipynb")) if not p.name.startswith(("_", "."))}
     if not found:
-        raise GradingError(f"{notebooks_dir}: contains no notebooks.")
+        nested = sorted(p.parent.name for p in notebooks_dir.glob("*/*.ipynb"))
+        kit = f" It holds notebooks in folders ({', '.join(nested[:3])}, ...): a student kit?" if nested else ""
+        raise GradingError(
+            f"{notebooks_dir}: contains no notebooks.{kit} Give the instructor's notebooks folder, whose notebooks "
+            "(with their solutions and hidden tests) lie directly in it."
+        )
     return found
 
 
@@ -154,10 +159,14 @@ def write_atomic(path: str | Path, data: str | bytes, mtime: float | None = None
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     if tmp.is_symlink():
         tmp.unlink()
-    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    if mtime is not None:
-        os.utime(tmp, (mtime, mtime))
-    os.replace(tmp, path)  # replaces a link at `path` itself, never what it points at
+    try:
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        if mtime is not None:
+            os.utime(tmp, (mtime, mtime))
+        os.replace(tmp, path)  # replaces a link at `path` itself, never what it points at
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # (a folder at `path`, a full disk: nothing is left beside it)
+        raise
 
 
 @contextlib.contextmanager

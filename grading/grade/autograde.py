@@ -42,7 +42,7 @@ from ..common.notebooks import (
 )
 from ..reports import marking
 from ..reports.feedback import POLICIES
-from ..reports.late import Late, Policy, assess, check_names
+from ..reports.late import Late, Policy, assess, check_names, untimed_notebooks
 from ..sandbox import sandbox
 from ..student.export import copy_package_skeleton, export_package
 from . import heldout
@@ -74,7 +74,7 @@ from .run import Policies, Run
 from .runner import Runner, load_result
 from .settings import Settings
 from .spec import digest, test_cells
-from .submissions import check_folder
+from .submissions import check_folder, check_out
 from .submissions import find_submissions as read_folder
 from .timespent import write_time_spent
 from .variant import read_secret
@@ -204,6 +204,7 @@ def autograde(
     # A notebook without tests or answers (02b_diagnosis, 15_viz: given code only) is a chapter to read, not an assignment.
     given = {stem for stem, nb in instructor.items() if not any(nbgrader_meta(c).get("grade") for c in nb.cells)}
     out = Path(out).resolve()
+    check_out(Path(submissions), out)
     late = s.late if s.late is not None else remembered_policy(out, log)
     if late is not None:
         check_names(late, set(instructor) - given)
@@ -272,6 +273,22 @@ def run_lock(out: Path, log: Log) -> Iterator[None]:
 # -- Running the jobs -------------------------------------------------------------------------------------------------
 
 
+def download_times(policy: Policy, found: list[Found], log: Log) -> dict[tuple[str, str], Late]:
+    """The late columns of the notebooks with a due date whose time is their download's (collect-report.csv: Canvas
+    and Moodle downloads hold no submission times): the policy is not applied to them, and a warning says why."""
+    roots = {Path(path).parents[2] for _, _, path in found}  # SUBMISSIONS/<student>/<assignment>/<notebook>
+    untimed = set().union(*(untimed_notebooks(root) for root in roots))
+    chosen = {(s, a) for s, a, _ in found if (s, a) in untimed and policy.due_of(a) is not None}
+    if chosen:
+        count = f"{len(chosen)} notebook{'s' * (len(chosen) != 1)}"
+        log(
+            f"warning: late policy not applied to {count}: their time is the LMS's download's, not when they were "
+            "handed in (collect-report.csv); apply the late policy in the LMS, or grade without --due"
+        )
+    note = "late policy not applied: the notebook's time is its download's (collect-report.csv): apply it in the LMS"
+    return dict.fromkeys(chosen, Late(note=note))
+
+
 def log_policies(policies: Policies, out: Path, found: list[Found], log: Log) -> None:
     "Say which feedback policy this run uses, and when it is not the one the previous run used."
     previous = {
@@ -314,9 +331,12 @@ def _autograde(
         prepare(run.notebooks, state)
     tests = {stem: test_cells(nb) for stem, nb in instructor.items()}
     late = {(s, a): assess(run.policies.late, a, path, run.policies.now) for s, a, path in found}
+    late.update(download_times(run.policies.late, found, log))
     log_policies(run.policies, out, found, log)
     log_held_out(run, found, log)
-    done, todo = plan_run(run, found, tests)
+    done, todo, replaced = plan_run(run, found, tests)
+    for warning in replaced:
+        log(warning)
     if done:
         log(f"{len(done)} submissions already graded (unchanged since): kept")
     earlier = earlier_results(out, found, problems, log)

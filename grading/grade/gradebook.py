@@ -222,14 +222,16 @@ def write_gradebook(
 def student_percentages(rows: list[Row]) -> dict[str, float]:
     """{student: final score as a % of the points available}, over the rows that have a score: a missing or
     unreadable submission (a problem row) and one the grader could not grade are left out, not counted as 0 %.
-    Written answers count once they are in the marking course (their marks are in the final score)."""
+    A notebook's written answers count once every one of them is marked: before, neither their marks nor their
+    points (a notebook solved in full is at 100 % while its answers wait for a marker)."""
     totals = {}
     for r in rows:
         if r.problem or not r.graded:
             continue
         score, most = totals.get(r.student, (0.0, 0.0))
-        available = r.max_score + (r.manual_points if r.marks else 0.0)
-        totals[r.student] = (score + r.final_score, most + available)
+        marked = r.marks is not None and not r.marks.unmarked
+        got = r.final_score if r.marks is None or marked else penalised(r.score, r.penalty_fraction)[1]
+        totals[r.student] = (score + got, most + r.max_score + (r.manual_points if marked else 0.0))
     return {student: 100 * s / m if m else 0.0 for student, (s, m) in totals.items()}
 
 
@@ -244,7 +246,7 @@ def plot_distribution(rows: list[Row], path: Path | str) -> None:
     percent = list(student_percentages(rows).values())
     figure, ax = plt.subplots(figsize=(6, 3.5))
     ax.hist(percent, bins=list(range(0, 101, 10)), color="#4a7bd0", edgecolor="white")
-    ax.set_xlabel("total score (% of the points available)")
+    ax.set_xlabel("total score (% of the points of the notebooks handed in; written answers once marked)")
     ax.set_ylabel("students")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # whole students, never 0.5
     ax.set_title(f"Grade distribution ({len(percent)} students)")

@@ -9,6 +9,7 @@ of the earlier runs are kept too.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,12 +60,34 @@ def merge(previous: dict, new: dict, tests: dict[str, tuple[float, str]]) -> dic
     return new
 
 
+def older_than_its_result(path: Path, previous: dict | None, fingerprint: dict[str, str]) -> str:
+    """A warning when the notebook at `path` differs from the one `previous` was graded from and was last changed
+    before that grading: the result came from another notebook (a corrected one graded from another folder, say),
+    which this run's grade of the older one replaces. "" otherwise (a new submission is newer than its last grade)."""
+    if previous is None or previous.get("fingerprint", {}).get("submission") in (None, fingerprint["submission"]):
+        return ""
+    try:
+        graded = datetime.fromisoformat(str(previous.get("graded_at")))
+    except ValueError:
+        return ""
+    modified = datetime.fromtimestamp(path.stat().st_mtime)
+    if modified >= graded:
+        return ""
+    return (
+        f"warning: {previous.get('student')}/{previous.get('assignment')}: its result ({previous.get('score')} of "
+        f"{previous.get('max_score')}) was graded at {graded:%Y-%m-%d %H:%M} from another notebook than {path}, "
+        f"which is older (changed {modified:%Y-%m-%d %H:%M}): this run grades that one instead. If the result came "
+        "from a corrected notebook graded from another folder, put that notebook here and run again."
+    )
+
+
 def plan_run(
     run: Run, found: list[Found], tests: dict[str, dict[str, tuple[float, str]]]
-) -> tuple[dict[tuple[str, str], dict], list[Todo]]:
-    "({(student, assignment): kept result}, [what to grade: (student, assignment, path, fingerprint, previous)])."
+) -> tuple[dict[tuple[str, str], dict], list[Todo], list[str]]:
+    """({(student, assignment): kept result}, [what to grade: (student, assignment, path, fingerprint, previous)],
+    [warnings: a notebook older than the result it replaces])."""
     setup = {stem: setup_fingerprint(nb) for stem, nb in run.instructor.items()}
-    done, todo = {}, []
+    done, todo, warnings = {}, [], []
     for student, assignment, path in found:
         fingerprint = {
             "submission": file_fingerprint(path),
@@ -77,8 +100,9 @@ def plan_run(
         if action == "skip":
             done[(student, assignment)] = refeedback(run.out, previous, run.policies.feedback)
         else:
+            warnings += [w for w in [older_than_its_result(Path(path), previous, fingerprint)] if w]
             todo.append((student, assignment, path, fingerprint, previous if action == "tests" else None))
-    return done, todo
+    return done, todo, warnings
 
 
 def held_out_part(run: Run, assignment: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..authoring.manifest import MANIFEST
 from ..common.defaults import MAX_NOTEBOOK_MB
 from ..common.errors import GradingError
 from ..common.names import name_problem
@@ -62,14 +63,33 @@ def find_submissions(
     return found, problems
 
 
+def check_out(submissions: Path, out: Path) -> None:
+    """GradingError, before anything is written, for a grading folder OUT that is a file, or the submissions folder
+    or inside it: the next run would take its results/ and feedback/ for students."""
+    if out.exists() and not out.is_dir():
+        raise GradingError(f"--out {out}: that is a file; give the folder the grades go to (made if it is missing).")
+    where = submissions.resolve()
+    if out == where or where in out.parents:
+        raise GradingError(
+            f"--out {out}: that is {'the submissions folder' if out == where else 'inside the submissions folder'}, "
+            "where the next run would take the grader's folders (results, feedback) for students. Give a folder "
+            f"outside it, such as {where.parent / 'grades'}."
+        )
+
+
 def check_folder(submissions: Path, known: Mapping[str, object]) -> list:
     """The student folders of `submissions` (os.DirEntry); GradingError, before anything is read, for a folder that is
-    missing (with the nearest name), holds no student folders, or is laid out as one student's (its folders are
-    assignments: each would become a "student" named after it)."""
+    missing (with the nearest name), is the student kit, holds no student folders, or is laid out as one student's
+    (its folders are assignments: each would become a "student" named after it)."""
     if not submissions.is_dir():
         raise GradingError(
             f"{submissions}: no such folder{did_you_mean_path(submissions)}. Pass the folder that holds one folder "
             "per student."
+        )
+    if (submissions / MANIFEST).is_file():
+        raise GradingError(
+            f"{submissions}: this is the student kit (python -m grading release made it), not students' work. Pass "
+            "the folder that holds one folder per student, each with the notebooks that student handed in."
         )
     entries = sorted((e for e in os.scandir(submissions) if not e.name.startswith(".")), key=lambda e: e.name)
     students = [e for e in entries if e.is_dir(follow_symlinks=True)]
@@ -146,7 +166,8 @@ def read_item(
         return None, Problem(student, assignment, notebook.name, str(error).split(": ", 1)[-1])
     ids = identifying_ids(nb)
     if not ids & known[assignment]:
-        looks_like = [other for other, theirs in known.items() if ids & theirs]
+        shared = {other: len(ids & theirs) for other, theirs in known.items() if ids & theirs}
+        looks_like = [other for other, count in shared.items() if count == max(shared.values(), default=0)]
         why = broken_cells_note(nb) or f"this is not the {assignment} notebook: none of its cells are there" + (
             f"; it has the cells of {', '.join(looks_like)} (handed in as the wrong assignment?)" if looks_like else ""
         )
@@ -160,8 +181,11 @@ def read_file(notebook: Path) -> tuple[bytes | None, str | None]:
     try:
         fd = os.open(notebook, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        others = ", ".join(sorted(p.name for p in notebook.parent.glob("*.ipynb"))) or "no notebook"
-        return None, f"missing {name} (found: {others})"
+        others = sorted(p.name for p in notebook.parent.glob("*.ipynb"))
+        if not others:
+            return None, f"missing {name}: the folder holds no notebook"
+        todo = f"rename it to {name}" if len(others) == 1 else f"keep the one to grade, named {name}"
+        return None, f"missing {name} (found: {', '.join(others)}): {todo}, and run again"
     except OSError as error:
         if notebook.is_symlink():
             return None, f"{name} is a symbolic link: refused ({link_note()})"

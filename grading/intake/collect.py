@@ -41,6 +41,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..common.errors import GradingError
+from ..common.layout import COLLECT_TIME, DOWNLOAD_TIME
 from ..common.notebooks import course_notebooks, identifying_ids, nbgrader_meta, read_notebook, write_atomic
 from .downloads import (
     LIMIT,
@@ -262,9 +263,9 @@ def identify(found: list[Found], known: dict[str, set[str]]) -> tuple[list[Place
             note = UNREADABLE.format(why)
         time, time_from = item.submitted, "the LMS's submission time"
         if time is None and item.member.time is not None:
-            time, time_from = datetime.fromtimestamp(item.member.time).astimezone(), "the file's time in the download"
+            time, time_from = datetime.fromtimestamp(item.member.time).astimezone(), DOWNLOAD_TIME
         elif time is None:
-            time_from = "none in the download: the time of collect"
+            time_from = COLLECT_TIME
         note = "; ".join(n for n in (item.note, note) if n)
         placements.append(Placement(item, digest, assignment, note, time, time_from))
     return placements, rows
@@ -427,6 +428,13 @@ def warnings(lms: str, rows: list[Row]) -> list[str]:
         lines.append(
             f"{len(renamed)} student folder(s) have a suffix, so that two students never share a folder: "
             f"{', '.join(renamed[:5])}{' and more' if len(renamed) > 5 else ''}; collect-report.csv's notes say why."
+            + (
+                " Moodle's participant ids, which make those suffixes, differ from one assignment's download to the "
+                "next: another assignment's notebooks of these students land in folders of other names. Move them "
+                "into these folders by hand before grading (their notebooks tell the students apart)."
+                if lms == "moodle"
+                else ""
+            )
         )
     if lms == "moodle" and any(r.status in (PLACED, UNCHANGED) for r in rows):
         lines.append(

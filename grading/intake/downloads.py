@@ -50,7 +50,9 @@ RENAMED_NOTE = "this student's folder is"  # a note's words where a student's fo
 LIMIT = MAX_NOTEBOOK_MB * 2**20  # bytes: the most collect reads of one file
 READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)  # a link is never read through
 JUNK = ("__MACOSX",)  # macOS's resource forks in a zip made on a Mac; names starting with '.' are skipped too
-CANVAS = re.compile(r"(?P<name>.+?)(?:_(?P<late>LATE))?_(?P<user>\d{1,20})_(?P<file>\d{1,20})_(?P<original>.+)", re.S)
+CANVAS = re.compile(
+    r"(?P<name>.+?)(?:_(?P<late>(?i:late)))?_(?P<user>\d{1,20})_(?P<file>\d{1,20})_(?P<original>.+)", re.S
+)
 CANVAS_IDS = re.compile(r"(?=_([1-9]\d{0,19})_([1-9]\d{2,19})_.)", re.S)  # where ids could begin (below)
 CANVAS_ANONYMOUS = re.compile(r"(?:(?P<late>LATE)_)?anon_(?P<anon>[^\W_]+)_(?P<file>\d+)_(?P<original>.+)", re.S)
 MOODLE_FOLDER = re.compile(r"(?P<name>[^_]*)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_?")

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from ..common import csvsafe
 from ..common.errors import GradingError
+from ..common.layout import COLLECT_REPORT
 from ..common.notebooks import write_atomic
 from .downloads import printable
 
-REPORT = "collect-report.csv"
+REPORT = COLLECT_REPORT
 REPORT_COLUMNS = ["download", "file", "status", "student", "assignment", "time", "time_from", "note"]
 
 

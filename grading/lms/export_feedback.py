@@ -42,7 +42,7 @@ from ..reports.feedback import page_html
 from ..reports.page import PageCache, render, shared_cells
 from .entries import final_of, fmt, graded, manual_points, not_marked
 from .export_grades import check_finished, choose_assignments
-from .lms_input import number, read_gradebook
+from .lms_input import check_export_path, number, read_gradebook
 from .marked import add_marks
 
 LAYOUTS = ("canvas", "moodle", "gradescope", "zip-per-student")
@@ -303,6 +303,7 @@ def export_feedback(
     if out.exists() and not out.is_dir():
         raise GradingError(f"{out}: is a file; --out is the folder the pages are written into.")
     book = read_gradebook(grading_dir)
+    check_export_path(out, grading_dir, folder=True)
     check_finished(grading_dir)
     people = {p.student: p for p in read_roster(roster)} if roster is not None else {}
     report = FeedbackExport()

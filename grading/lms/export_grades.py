@@ -40,7 +40,7 @@ from .csv_export import Options, side_path, write_csv_export
 from .entries import MISSING, MISSING_WORDS, Grades, graded, grader_fault
 from .exported import Export
 from .gradescope_results import VISIBILITIES, write_gradescope_export
-from .lms_input import Gradebook, hidden_tests, read_gradebook
+from .lms_input import Gradebook, check_export_path, hidden_tests, read_gradebook
 from .marked import add_marks, changed_since_grading, unmarked_warning
 
 FORMATS = ("canvas", "moodle", "moodle-worksheet", "gradescope")
@@ -251,6 +251,7 @@ def export_grades(
     """
     check_options(fmt_name, missing, hidden_visibility, roster, scale_to)
     book, people = read_inputs(grading_dir, roster)
+    check_export_path(out, grading_dir, folder=fmt_name == "gradescope")
     hidden = hidden_tests(instructor_notebooks(notebooks_dir))
     report = Export()
     written_before = {(s, a): e.get("final_score") for s, entries in book.items() for a, e in entries.items()}

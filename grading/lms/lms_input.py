@@ -18,6 +18,34 @@ HiddenTests = dict[str, dict[str, bool]]  # {assignment: {test id: whether its c
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"  # as in grading.common.notebooks, which needs nbformat; this module does not
 
 
+# What autograde (and leaderboard) write in GRADING_DIR: an export never goes there
+GRADER_FILES = (
+    "grades.csv",
+    "gradebook.json",
+    "time_spent.csv",
+    "distribution.png",
+    "leaderboard.md",
+    "leaderboard.png",
+)
+GRADER_FOLDERS = ("results", "feedback", "marking", ".grading", ".grading-secret", ".grading.lock")
+
+
+def check_export_path(out: str | Path, grading_dir: str | Path, folder: bool = False) -> None:
+    """GradingError, before anything is written, for an export's --out that is a folder where a file is written (or a
+    file where a folder is), or that is one of the files or folders autograde writes in GRADING_DIR."""
+    out, grading_dir = Path(out).resolve(), Path(grading_dir).resolve()
+    if not folder and out.is_dir():
+        raise GradingError(f"--out {out}: that is a folder; give the file to write, such as {out / 'grades-lms.csv'}.")
+    if folder and out.exists() and not out.is_dir():
+        raise GradingError(f"--out {out}: that is a file; give the folder to write into.")
+    own = [grading_dir / name for name in GRADER_FILES + GRADER_FOLDERS]
+    if out == grading_dir and folder or any(out == path or path in out.parents for path in own):
+        raise GradingError(
+            f"--out {out}: that is autograde's own {'folder' if out == grading_dir else out.name} in {grading_dir}, "
+            f"which the export would replace. Write the export elsewhere, such as {grading_dir.parent / 'lms'}."
+        )
+
+
 def read_gradebook(grading_dir: str | Path) -> Gradebook:
     "{student: {assignment: entry}} from GRADING_DIR/gradebook.json, checked for the shape autograde writes."
     grading_dir = Path(grading_dir)
@@ -25,8 +53,16 @@ def read_gradebook(grading_dir: str | Path) -> Gradebook:
         raise GradingError(f"{grading_dir}: no such folder; give the --out folder of `python -m grading autograde`.")
     path = grading_dir / "gradebook.json"
     if not path.is_file():
+        students_work = any(grading_dir.glob("*/*/*.ipynb"))  # SUBMISSIONS/<student>/<assignment>/<notebook>
         raise GradingError(
-            f"{path}: no gradebook here; run `python -m grading autograde SUBMISSIONS --out {grading_dir}` first."
+            f"{path}: no gradebook here. "
+            + (
+                "This folder holds students' notebooks: give the --out folder of `python -m grading autograde` "
+                "instead, the one that holds grades.csv."
+                if students_work
+                else "Give the --out folder of `python -m grading autograde` (it holds grades.csv); if nothing is "
+                "graded yet, run `python -m grading autograde SUBMISSIONS --out GRADES` first."
+            )
         )
     try:
         book = json.loads(path.read_text(encoding="utf-8"))

@@ -12,6 +12,8 @@ machine's local time.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -22,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ..common.errors import GradingError, did_you_mean
+from ..common.layout import COLLECT_REPORT, COLLECT_TIME, DOWNLOAD_TIME
 
 TIME_FORMAT = "YYYY-MM-DDTHH:MM, optionally with seconds and a zone (2026-12-01T23:59, 2026-12-01T23:59+01:00)"
 PENALTY_FORMAT = "'none', 'zero', or '<P>%/day' or '<P>%/hour' with an optional cap: '10%/day,max=50%'"
@@ -239,3 +242,20 @@ def assess(policy: Policy, assignment: str, notebook: str | Path, now: datetime 
             else ""
         )
     return late
+
+
+def untimed_notebooks(submissions: Path) -> set[tuple[str, str]]:
+    """(student, assignment) of the notebooks of SUBMISSIONS that collect last placed (or found unchanged) from a
+    download without submission times, by its collect-report.csv; empty without a readable report."""
+    try:
+        rows = list(csv.DictReader(io.StringIO((submissions / COLLECT_REPORT).read_text(encoding="utf-8"))))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return set()
+    timed = {}
+    for row in rows:  # in the report's order: a later download's row of the same notebook wins
+        if row.get("status") in ("placed", "unchanged"):
+            timed[(row.get("student", ""), row.get("assignment", ""))] = row.get("time_from") not in (
+                DOWNLOAD_TIME,
+                COLLECT_TIME,
+            )
+    return {key for key, has_time in timed.items() if not has_time}
