@@ -57,7 +57,6 @@ class SGD(Optimizer):
         super().__init__(parameters, lr, weight_decay)
         self.momentum = momentum
         self.velocity = [np.zeros_like(p.data) for p in self.parameters]
-        self.lr_grad = [np.empty_like(p.data) for p in self.parameters]  # room for lr · grad: no new array per update
 
     def update(self, i, p, grad):
         ### BEGIN SOLUTION
@@ -66,7 +65,7 @@ class SGD(Optimizer):
             velocity *= self.momentum  # in place: no new array per step
             velocity += grad
             grad = velocity
-        p.data -= np.multiply(self.lr, grad, out=self.lr_grad[i])  # lr · grad written into its room
+        p.data -= self.lr * grad  # in place: lr · grad is the one new array, freed at once
         ### END SOLUTION
 
 # %% ../../notebooks/10_optimizers.ipynb #c10-008
