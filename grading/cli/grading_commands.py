@@ -19,9 +19,10 @@ if TYPE_CHECKING:  # the student kit's copy has neither package: only a type che
 def print_table(rows: list[Row]) -> None:
     rows = sorted(rows, key=lambda r: (r.student, r.assignment))
     width = max([len(r.assignment) for r in rows] + [10])
-    print(f"{'student':<10} {'assignment':<{width}} {'score':>6} {'max':>5}  note")
+    names = max([len(r.student) for r in rows] + [10])  # a long folder name (ada-lovelace-501) keeps the columns
+    print(f"{'student':<{names}} {'assignment':<{width}} {'score':>6} {'max':>5}  note")
     for r in rows:
-        print(f"{r.student:<10} {r.assignment:<{width}} {r.score:>6g} {r.max_score:>5g}  {r.note}")
+        print(f"{r.student:<{names}} {r.assignment:<{width}} {r.score:>6g} {r.max_score:>5g}  {r.note}")
 
 
 def _progress() -> Callable[..., Iterable]:

@@ -103,7 +103,8 @@ def describe_hidden(error: BaseException, source: str = "") -> str:
         kind = "an error of its own class" if isinstance(error, StudentError) else type(error).__name__
         where = f"your {error.raised_in}" if getattr(error, "raised_in", None) else "your code"
         summary = getattr(error, "summary", None) or f"{kind} from {where}"
-        message = f"{summary} in a hidden test ({NOT_SHOWN})"  # why, and what to do: once, on the page (WHY_NOT_SHOWN)
+        hidden = "" if summary == str(error) else f" ({NOT_SHOWN})"  # (a timeout: the grader's words, all shown)
+        message = f"{summary} in a hidden test{hidden}"  # why, and what to do: once, on the page (WHY_NOT_SHOWN)
         message += "".join(f"; {text}" for phrase, text in GRADING_ONLY.items() if phrase in str(error))
         message += "".join(f"; it was {note}" for note in notes_of(error))
         if isinstance(error, RecursionError):

@@ -245,21 +245,29 @@ def lay_out(layout: str, pages: dict, people: dict, out: Path, report: FeedbackE
     if layout == "canvas":
         return lay_out_files(pages, lambda student, assignment: Path(assignment) / student, out)
     if layout == "gradescope":
-        return lay_out_files(pages, lambda student, _: email_folder(people.get(student), student, report), out)
+        unknown = []  # the students without an email address: one warning names them all
+        written = lay_out_files(pages, lambda student, _: email_folder(people.get(student), student, unknown), out)
+        if unknown:
+            report.warnings.append(
+                f"no email address in the roster for {', '.join(unknown)}: their folders are named by their "
+                "submission folders, which Gradescope cannot match to a student; add their emails to the roster "
+                "and export again"
+            )
+        return written
     per_student = {}
     for (student, assignment), page in pages.items():
         per_student.setdefault(student, {})[f"{assignment}{SUFFIX}"] = page
     return [write_zip(out / f"{student}.zip", files) for student, files in sorted(per_student.items())]
 
 
-def email_folder(person: Person | None, student: str, report: FeedbackExport) -> str:
-    "A student's folder for Gradescope: the email address Gradescope knows them by, else the submission folder."
+def email_folder(person: Person | None, student: str, unknown: list[str]) -> str:
+    """A student's folder for Gradescope: the email address Gradescope knows them by, else the submission folder (and
+    the student is added to `unknown`)."""
     email = person.email if person else ""
     if email and not NOT_ON_DISK.search(email) and not email.startswith("."):
         return email
-    warning = f"{student}: no email address in the roster: their folder is named {student}"
-    if warning not in report.warnings:
-        report.warnings.append(warning)
+    if student not in unknown:
+        unknown.append(student)
     return student
 
 

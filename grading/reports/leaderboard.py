@@ -10,6 +10,7 @@ submission whose model was never measured (it failed a rule first) is listed las
 
 import io
 import json
+import textwrap
 from pathlib import Path
 
 from ..common.errors import GradingError
@@ -26,7 +27,9 @@ def rows_of(out: Path) -> list:
         result = json.loads(path.read_text())
         measured = result.get("measured", {})
         failed = [f"{t}: {r['message']}" for t, r in result["tests"].items() if r["score"] < r["max_score"]]
-        why = "" if measured else (failed[0][:120] if failed else result.get("note", "")[:120])
+        why = (
+            "" if measured else textwrap.shorten(failed[0] if failed else result.get("note", ""), 120, placeholder="…")
+        )
         score = (result["score"], result["max_score"])
         rows.append((path.parent.name, measured.get("accuracy"), measured.get("parameters"), *score, why))
     return sorted(rows, key=lambda row: (row[1] is None, -(row[1] or 0), row[2] or 0, row[0]))
