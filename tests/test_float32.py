@@ -37,6 +37,17 @@ def test_a_float32_leaf_times_a_float64_constant_gets_a_float32_gradient_as_in_p
     assert x.grad.dtype == np.float32 and np.array_equal(x.grad.data, [2, 2, 2])
 
 
+def test_a_hessian_vector_product_keeps_each_parameters_dtype_an_unused_ones_too():
+    "14's given last line made float64 zeros for a float32 parameter the loss does not use (a student's finding)."
+    from tinytorch.core.higher_order import hessian_vector_product
+
+    w, unused = (Tensor(np.ones(n, np.float32), requires_grad=True) for n in (3, 2))
+    cubic = hessian_vector_product(lambda: (w * w * w).sum(), [w, unused], [np.ones(3), np.ones(2)])
+    linear = hessian_vector_product(lambda: (w * 3).sum(), [w], [np.ones(3)])  # no second derivative at all
+    assert [h.dtype for h in cubic + linear] == [np.float32] * 3
+    assert np.allclose(cubic[0].data, 6) and not cubic[1].data.any() and not linear[0].data.any()
+
+
 def test_float_double_and_to_convert_and_send_the_gradient_back_in_the_inputs_dtype():
     x = Tensor([1.5, -2.0], requires_grad=True)
     assert Tensor([1, 2], dtype=np.float32).dtype == np.float32

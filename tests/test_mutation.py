@@ -444,7 +444,7 @@ MUTANTS = [
         "14_higher_order",
         "hvp",
         "a loss whose gradient does not depend on the parameters (H = 0) not handled",
-        "\n    if not isinstance(dot, Tensor) or not dot.requires_grad:\n        return [Tensor(np.zeros(p.shape)) for p in params]",
+        "\n    if not isinstance(dot, Tensor) or not dot.requires_grad:\n        return [Tensor(np.zeros(p.shape, dtype=p.dtype)) for p in params]",
         "",
     ),
     (
@@ -981,11 +981,11 @@ STUDENT_BUGS = [
         "backward() for both derivatives, .grad read (it accumulates the first gradient)",
         "grads = grad(loss_fn(), params, create_graph=True)\n    dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) "
         "if g is not None)\n    if not isinstance(dot, Tensor) or not dot.requires_grad:\n"
-        "        return [Tensor(np.zeros(p.shape)) for p in params]\n    products = grad(dot, params)",
+        "        return [Tensor(np.zeros(p.shape, dtype=p.dtype)) for p in params]\n    products = grad(dot, params)",
         "loss_fn().backward(create_graph=True)\n    grads = [p.grad for p in params]\n"
         "    dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)\n"
         "    if not isinstance(dot, Tensor) or not dot.requires_grad:\n"
-        "        return [Tensor(np.zeros(p.shape)) for p in params]\n"
+        "        return [Tensor(np.zeros(p.shape, dtype=p.dtype)) for p in params]\n"
         "    dot.backward()\n    products = [p.grad for p in params]",
     ),
     (

@@ -18,7 +18,7 @@ def hessian_vector_product(loss_fn, params, vectors):
     grads = grad(loss_fn(), params, create_graph=True)
     dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)
     if not isinstance(dot, Tensor) or not dot.requires_grad:
-        return [Tensor(np.zeros(p.shape)) for p in params]
+        return [Tensor(np.zeros(p.shape, dtype=p.dtype)) for p in params]
     products = grad(dot, params)
     ### END SOLUTION
-    return [Tensor(np.zeros(p.shape)) if h is None else h for p, h in zip(params, products)]
+    return [Tensor(np.zeros(p.shape, dtype=p.dtype)) if h is None else h for p, h in zip(params, products)]
