@@ -44,7 +44,7 @@ ROWS = "rows, out_hw = im2col(padded, kh, kw)"  # 12's reference Conv2dBackward,
 HVP_SOLUTION = """    grads = grad(loss_fn(), params, create_graph=True)
     dot = sum((g * Tensor(v)).sum() for g, v in zip(grads, vectors) if g is not None)
     if not isinstance(dot, Tensor) or not dot.requires_grad:
-        return [Tensor(np.zeros(p.shape)) for p in params]
+        return [Tensor(np.zeros(p.shape, dtype=p.dtype)) for p in params]
     products = grad(dot, params)"""
 HVP_BY_DIFFERENCES = """    def directional_gradient(step):
         originals = [p.data.copy() for p in params]
