@@ -397,6 +397,20 @@ def test_an_export_never_replaces_autograde_s_own_files_and_a_folder_is_not_a_fi
     assert not [p for p in tmp_path.rglob("*.tmp")] and not (grades / "results").exists()
 
 
+def test_a_reason_every_student_shares_is_said_once_with_their_names(grading, tmp_path):
+    "An instructor's roster without Canvas ids: the error repeated one long reason once per student."
+    grades, _, nbs = grading
+    with open(tmp_path / "no-ids.csv", "w", newline="") as f:
+        csv.writer(f).writerows([row[:3] for row in ROSTER])  # student, name, email: no lms_id, no sis_id
+    result = cli(
+        "export-grades", grades, "--format", "canvas", "--out", tmp_path / "c.csv", "--roster", tmp_path / "no-ids.csv",
+        "--notebooks", nbs, "--missing", "blank",
+    )  # fmt: skip
+    error = one_line_error(result)
+    assert error.count("no Canvas user id") == 1 and "alice, bob" in error, error
+    assert not (tmp_path / "c.csv").exists()
+
+
 def test_export_from_the_submissions_folder_says_which_folder_to_give(tmp_path):
     (tmp_path / "subs" / "ada" / "01_tensor").mkdir(parents=True)
     (tmp_path / "subs" / "ada" / "01_tensor" / "01_tensor.ipynb").write_text("{}")

@@ -182,10 +182,16 @@ def write_csv_export(
     check_nothing_erased(grades, kept, assignments)
     rows = import_rows(grades, kept, assignments, options, identifier, graded_at)
     if len(rows) <= (2 if options.fmt_name == "canvas" else 1):
+        by_reason = {}  # one reason, said once, with the students it holds for (an instructor read it 7 times)
+        for person, why in left_out:
+            by_reason.setdefault(why, []).append(person.student)
+        reasons = "; ".join(
+            f"{', '.join(students[:5])}{f' and {len(students) - 5} more' if len(students) > 5 else ''}: {why}"
+            for why, students in list(by_reason.items())[:3]
+        )
         raise GradingError(
             f"no grade to write to {out}: no student of the roster has a graded submission the LMS could match "
-            f"({len(left_out)} left out: {'; '.join(f'{p.student}: {why}' for p, why in left_out[:3]) or 'none'}); "
-            "nothing was written."
+            f"({len(left_out)} left out: {reasons or 'none'}); nothing was written."
         )
     report.left_out = [p.student for p, _ in left_out]
     write_atomic(out, csv_text(rows))
