@@ -873,8 +873,11 @@ def test_a_truncated_notebook_is_named_at_collect_and_placed_for_its_row(tmp_pat
 
 def test_canvas_late_mark_is_read_in_either_case():
     "An instructor wrote _late_ by hand: it became part of the student's name (zedzoe-late-1004)."
-    from grading.intake.downloads import CANVAS
+    from grading.intake.downloads import CANVAS, CANVAS_ANONYMOUS
 
     for name in ("zedzoe_late_1004_5_04_elementwise.ipynb", "zedzoe_LATE_1004_5_04_elementwise.ipynb"):
         match = CANVAS.fullmatch(name)
         assert (match["name"], match["user"], bool(match["late"])) == ("zedzoe", "1004", True)
+    for name in ("late_anon_x7_5_04_elementwise.ipynb", "LATE_anon_x7_5_04_elementwise.ipynb"):
+        match = CANVAS_ANONYMOUS.fullmatch(name)
+        assert (match["anon"], bool(match["late"])) == ("x7", True)

@@ -54,7 +54,7 @@ CANVAS = re.compile(
     r"(?P<name>.+?)(?:_(?P<late>(?i:late)))?_(?P<user>\d{1,20})_(?P<file>\d{1,20})_(?P<original>.+)", re.S
 )
 CANVAS_IDS = re.compile(r"(?=_([1-9]\d{0,19})_([1-9]\d{2,19})_.)", re.S)  # where ids could begin (below)
-CANVAS_ANONYMOUS = re.compile(r"(?:(?P<late>LATE)_)?anon_(?P<anon>[^\W_]+)_(?P<file>\d+)_(?P<original>.+)", re.S)
+CANVAS_ANONYMOUS = re.compile(r"(?:(?P<late>(?i:late))_)?anon_(?P<anon>[^\W_]+)_(?P<file>\d+)_(?P<original>.+)", re.S)
 MOODLE_FOLDER = re.compile(r"(?P<name>[^_]*)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_?")
 MOODLE_START = re.compile(r"[^_]*_\d+_assignsubmission_")  # the first folder so named is the student's
 MOODLE_FILE = re.compile(r"(?P<name>[^_]*)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<file>.+)", re.S)

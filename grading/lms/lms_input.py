@@ -26,18 +26,19 @@ GRADER_FILES = (
     "distribution.png",
     "leaderboard.md",
     "leaderboard.png",
+    ".grading-secret",
+    ".grading.lock",
 )
-GRADER_FOLDERS = ("results", "feedback", "marking", ".grading", ".grading-secret", ".grading.lock")
+GRADER_FOLDERS = ("results", "feedback", "marking", ".grading")
 
 
 def check_export_path(out: str | Path, grading_dir: str | Path, folder: bool = False) -> None:
-    """GradingError, before anything is written, for an export's --out that is a folder where a file is written (or a
-    file where a folder is), or that is one of the files or folders autograde writes in GRADING_DIR."""
+    """GradingError, before anything is written, for an export's --out that is a folder where a file is written, or
+    that is one of the files or folders autograde writes in GRADING_DIR (or, for a `folder` export, GRADING_DIR
+    itself). A file where a folder goes is refused by the folder exports themselves."""
     out, grading_dir = Path(out).resolve(), Path(grading_dir).resolve()
     if not folder and out.is_dir():
         raise GradingError(f"--out {out}: that is a folder; give the file to write, such as {out / 'grades-lms.csv'}.")
-    if folder and out.exists() and not out.is_dir():
-        raise GradingError(f"--out {out}: that is a file; give the folder to write into.")
     own = [grading_dir / name for name in GRADER_FILES + GRADER_FOLDERS]
     if out == grading_dir and folder or any(out == path or path in out.parents for path in own):
         raise GradingError(
