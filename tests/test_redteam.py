@@ -25,7 +25,7 @@ import pytest
 
 from conftest import REPO, run_cli
 from grading.common.notebooks import read_notebook, write_notebook
-from grading.examples.attacks import DAEMON_MARK, REDTEAM_PORT
+from grading.examples.attacks import DAEMON_MARK, EXPORT_TARGET, REDTEAM_PORT
 from grading.examples.cheats import LEAKS, spell_leak
 from grading.examples.classroom import ACTIVATIONS, ELEMENTWISE, NEEDS_SANDBOX, compare, make_class
 from grading.grade.gradebook import Row
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 SANDBOX = problem() is None
 OTHER_USER = os.environ.get("TINYTORCH_REDTEAM_USER")
 OPTIONS = ["--cell-timeout", "5", "--notebook-timeout", "120"]  # 5 s: the endless loops end sooner
-NEW_ATTACKS = ["axel", "bea", "cole", "dora"]  # on the grader's process and its checks
+NEW_ATTACKS = ["axel", "bea", "cole", "dora", "mallory"]  # on the grader's process and its checks
 SANDBOX_ATTACKS = ["fay", "gus", "hal", "iris"]  # on the machine: files, processes, network
 
 
@@ -163,9 +163,9 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_66_submissions_of_every_kind(graded_class):
+def test_the_class_has_68_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 66 and {r.student for r in rows} == set(expected)
+    assert len(expected) == 68 and {r.student for r in rows} == set(expected)
     assert sum("problem" in e for e in expected.values()) == 5
 
 
@@ -287,6 +287,17 @@ def test_the_grader_files_survive_an_attack(graded_class):
     book = json.loads((root / "grades" / "gradebook.json").read_text())
     assert book["kate"][ELEMENTWISE]["score"] == 0 and book["alice"][ELEMENTWISE]["score"] == 24
     assert book["fay"][ELEMENTWISE]["score"] == 0 and book["iris"][ELEMENTWISE]["score"] == 0
+
+
+def test_a_students_nbdev_directives_write_nothing_outside_the_package(graded_class):
+    """nadia's cells tell nbdev, which the grader runs outside the sandbox, to append one to a file beside her
+    notebook and to write the module into the grades folder: her cells keep the instructor's directives
+    (tests/test_export_directives.py), nothing is written, and her solved notebook earns full marks."""
+    root = graded_class["root"]
+    check(graded_class, "nadia")
+    target = root / "submissions" / "nadia" / ELEMENTWISE / EXPORT_TARGET[0]
+    assert "." not in str(target.parent), "nbdev makes the dots of a path folders: the attack would aim nowhere"
+    assert target.read_text() == EXPORT_TARGET[1] and not (root / "grades" / "nadia.py").exists()
 
 
 def test_the_package_a_student_runs_with_holds_no_answer_of_a_later_notebook(graded_class):

@@ -2,8 +2,8 @@
 checks, its files, the machine, and the other students. Each is code at the end of an exercise cell of a notebook
 left undone, so that the honest work is 0 whatever the attack achieves.
 
-The aimed ones hold placeholders (`{answer_keys!r}`, `{notebooks!r}`, `{gradebooks!r}`, `{grades!r}`) that
-`aimed_at` fills with the paths of the folder the class is graded into.
+The aimed ones hold placeholders (`{answer_keys!r}`, `{notebooks!r}`, `{gradebooks!r}`, `{grades!r}`,
+`{submissions}`) that `aimed_at` fills with the paths of the folders the class is graded from and into.
 """
 
 import site
@@ -15,10 +15,11 @@ REDTEAM_PORT = 47913  # iris tries to reach a server the red-team test listens w
 DAEMON_MARK = "tinytorch-redteam-daemon"
 
 
-def aimed_at(grades: str) -> dict:
-    "What the aimed cheats' placeholders are filled with, for a class graded into the folder `grades`."
+def aimed_at(grades: str, submissions: str = "") -> dict:
+    "What the aimed cheats' placeholders are filled with, for a class graded from `submissions` into `grades`."
     return {
         "grades": grades,
+        "submissions": submissions,
         "answer_keys": reference_paths(grades),
         "notebooks": [
             str(REPO / "notebooks" / "04_elementwise.ipynb"),
@@ -265,4 +266,23 @@ for _ in range(6):
             _os._exit(0)
     except OSError:
         break
+"""
+
+# The grader exports each submission's package with nbdev, outside the sandbox, and nbdev reads a code cell's first
+# "#|" lines as where to write it: "#| exporti NAME" appends the cell to NAME.py if that file exists, "#| default_exp
+# NAME" writes the whole module to NAME.py, NAME an absolute path without dots (nbdev makes them folders). Each goes
+# first in a solved exercise cell: {grade_id: first line} (red team round 7).
+EXPORT_ELSEWHERE = (
+    ("hours_spent", "#| exporti {submissions}/nadia/04_elementwise/target\n"),
+    ("solution-AddBackward", "#| default_exp {grades}/nadia\n"),
+)
+EXPORT_TARGET = ("target.py", "CANARY = 'as nadia handed it in'\n")  # beside her notebook, for the first to aim at
+
+# Written into the result pipe while the student's module is imported: a "ready" before the worker's own, its error
+# a number, which the grader once took as text and failed on, its fault at every run (red team round 7).
+FORGE_READY = """
+import os as _os, sys as _sys
+_wire = _sys.modules.get("wire")
+if _wire is not None and len(_sys.argv) > 2:
+    _os.write(int(_sys.argv[2]), _wire.pack({"op": "ready", "error": 1, "printed": []}, []))
 """

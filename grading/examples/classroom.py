@@ -95,12 +95,17 @@ def keeping(*rules: str, exact: bool = False) -> Earns:
 
 @dataclass(frozen=True)
 class Aimed:
-    "An attack on the grader's files at the end of an undone notebook, its paths those of the folder graded into."
+    """An attack on the grader's files, its paths those of the folders graded from and into: code at the end of an
+    undone notebook, or ((grade_id, first line), ...) put first in those exercises of a solved one."""
 
-    code: str  # with the placeholders of attacks.aimed_at
+    code: str | tuple[tuple[str, str], ...]  # with the placeholders of attacks.aimed_at
 
-    def answer(self, grades: str) -> Answer:
-        return only(set(), self.code.format(**a.aimed_at(grades)))
+    def answer(self, grades: str, submissions: str) -> Answer:
+        paths = a.aimed_at(grades, submissions)
+        if isinstance(self.code, str):
+            return only(set(), self.code.format(**paths))
+        firsts = {grade_id: line.format(**paths) for grade_id, line in self.code}
+        return lambda grade_id, solution, stub: firsts.get(grade_id, "") + solution
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,8 @@ CASES = [
     Case("judy", E, Aimed(a.READ_INSTRUCTOR_FILES), NOTHING),
     Case("kate", E, Aimed(a.WRITE_GRADES), NOTHING),
     Case("lena", E, only(set(), a.READ_LATER_ANSWERS), NOTHING),
+    Case("nadia", E, Aimed(a.EXPORT_ELSEWHERE), files=(a.EXPORT_TARGET,)),  # nbdev told to write a grader's file
+    Case("mallory", E, only(set(), a.FORGE_READY), NOTHING, "did not finish importing"),
     # on the hidden tests' inputs: written into an error, a returned string, a class's name (LEAKS)
     *[Case(student, E, inside(grade_id, code), losing(rule)) for student, (rule, grade_id, code, _) in c.LEAKS.items()],
     # 07: Tensor.backward replaced on import (sealed from notebook 07 on), and a good submission to compare
@@ -302,7 +309,7 @@ def make_class(kit: str | Path, out: str | Path, grades: str | Path | None = Non
 
 def write_case(case: Case, kit: str | Path, out: Path, grades: str) -> dict:
     "Write one case's submission into `out`; return what its row must say."
-    answer = case.answer.answer(grades) if isinstance(case.answer, Aimed) else case.answer
+    answer = case.answer.answer(grades, str(out.resolve())) if isinstance(case.answer, Aimed) else case.answer
     nb = submission(kit, case.notebook, answer)
     nb = case.edit(nb) if case.edit else nb
     folder = out / case.student / case.notebook

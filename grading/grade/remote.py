@@ -115,10 +115,10 @@ class Worker:
         header, _ = self.receive(Budget(BACKSTOP * self.timeout + STARTUP))
         stopwatch.add("sandbox", said_hello - started)  # bwrap, Python and NumPy
         stopwatch.add("imports", time.perf_counter() - said_hello)  # the package, the student's module
-        if hello.get("op") != "hello" or header.get("op") != "ready":
-            raise wire.WireError("the worker did not start as it should")
-        self.import_error, self.calls = header.get("error"), 0
-        self.import_printed = header.get("printed")  # what the student's module printed when it was imported
+        error, printed = header.get("error"), header.get("printed")
+        if hello.get("op") != "hello" or header.get("op") != "ready" or not isinstance(error, (str, type(None))):
+            raise wire.WireError("the worker did not start as it should")  # the student's code may have written it
+        self.import_error, self.import_printed, self.calls = error, printed, 0  # printed: Printed.extend checks it
 
     def send(self, data: bytes) -> None:
         view = memoryview(data)

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..common.errors import GradingError
@@ -185,11 +186,29 @@ def export_here(root: str | Path) -> None:
         config = get_config()
         with contextlib.redirect_stdout(io.StringIO()):
             for notebook in sorted(Path(config.nbs_path).glob("*.ipynb")):
-                nb_export(notebook, config.lib_path)
+                nb_export(notebook, config.lib_path, mod_maker=module_maker_inside(config.lib_path))
+    except GradingError:
+        raise
     except Exception as error:  # noqa: BLE001 - nbdev raises plain exceptions for a notebook it cannot parse
         raise GradingError(f"nbdev_export failed in {root}: {type(error).__name__}: {error}") from error
     finally:
         os.chdir(here)
+
+
+def module_maker_inside(lib_path: str | Path) -> Callable[..., object]:
+    """nbdev's ModuleMaker, for module names whose file is inside `lib_path` only: nbdev writes a `#| default_exp`
+    or `#| export` module NAME to lib_path/NAME.py, and an absolute NAME drops lib_path (grading.common.answers)."""
+    from nbdev.maker import ModuleMaker
+
+    def make(dest: str | Path, name: str, **options: object) -> ModuleMaker:
+        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name) or Path(dest).resolve() != Path(lib_path).resolve():
+            raise GradingError(
+                f"a cell exports to {name!r}, which is not a module of the package in {lib_path}: nothing was "
+                "written. A module's name is dotted, as in #| default_exp core.tensor."
+            )
+        return ModuleMaker(dest=dest, name=name, **options)
+
+    return make
 
 
 # The files of tinytorch/ written by hand, not exported: the package's __init__ and the modules that gather the names a
