@@ -29,7 +29,16 @@ from ..authoring.course import course_key, made_course, made_or_kept
 from ..authoring.release import check_sources, explain_stubs, kit_settings, later_stub_message
 from ..common.defaults import CELL_TIMEOUT
 from ..common.errors import GradingError
-from ..common.layout import UNFINISHED, state_folder
+from ..common.layout import (
+    DISTRIBUTION,
+    GRADEBOOK,
+    GRADES_TABLE,
+    LOCK_FILE,
+    SECRET_FILE,
+    TIME_SPENT,
+    UNFINISHED,
+    state_folder,
+)
 from ..common.notebooks import (
     REPO,
     course_notebooks,
@@ -82,8 +91,6 @@ from .variant import read_secret
 if TYPE_CHECKING:
     from .run import Found, Log, Todo
     from .spec import Spec
-
-SECRET_FILE = ".grading-secret"  # in OUT, outside OUT/.grading (which is remade when the notebooks change)
 
 
 # -- What to grade ----------------------------------------------------------------------------------------------------
@@ -261,7 +268,7 @@ def run_lock(out: Path, log: Log) -> Iterator[None]:
     "One autograde run at a time per output folder: a second run waits for the first, then finds its results."
     import fcntl
 
-    with open(out / ".grading.lock", "a") as lock:
+    with open(out / LOCK_FILE, "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -350,9 +357,9 @@ def _autograde(
     (state / UNFINISHED).unlink(missing_ok=True)  # every submission found is graded (or failed, and says so)
     rows = book.publish()
     if rows:
-        plot_distribution(rows, out / "distribution.png")
+        plot_distribution(rows, out / DISTRIBUTION)
     if done:
-        reported = write_time_spent(list(done.values()), out / "time_spent.csv")
+        reported = write_time_spent(list(done.values()), out / TIME_SPENT)
         log(f"time spent: {reported} of {len(done)} submissions report their hours ({out / 'time_spent.csv'})")
     if any(answers.values()) and found:
         marking.update(out, state, run.notebooks, instructor, found, done, log=log)
@@ -384,8 +391,8 @@ class Publisher:
             self.published = time.monotonic()
             results = [self.done[k] for k in sorted(self.done)]
             rows = apply_late(rows_of(results, self.problems, self.answers, self.marked), self.late)
-            write_gradebook(results, self.problems, self.out / "gradebook.json", self.answers, self.late, self.marked)
-            write_table(rows, self.out / "grades.csv")
+            write_gradebook(results, self.problems, self.out / GRADEBOOK, self.answers, self.late, self.marked)
+            write_table(rows, self.out / GRADES_TABLE)
         return rows
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..common import csvsafe
 from ..common.errors import GradingError
+from ..common.layout import FEEDBACK, RESULTS
 from ..common.notebooks import write_atomic
 from ..reports import marking
 from ..reports.late import penalised
@@ -88,12 +89,12 @@ class Row:
 
 
 def result_path(out: Path | str, student: str, assignment: str) -> Path:
-    return Path(out) / "results" / student / f"{assignment}.json"
+    return Path(out) / RESULTS / student / f"{assignment}.json"
 
 
 def page_path(out: Path | str, student: str, assignment: str) -> Path:
     "The notebook the page shows (JSON), kept so that the feedback page can be written again under another policy."
-    return Path(out) / "results" / student / f"{assignment}.notebook.ipynb"
+    return Path(out) / RESULTS / student / f"{assignment}.notebook.ipynb"
 
 
 def kept_notebook(path: Path | str) -> NotebookNode | None:
@@ -105,7 +106,7 @@ def kept_notebook(path: Path | str) -> NotebookNode | None:
 
 
 def feedback_path(out: Path | str, student: str, assignment: str) -> Path:
-    return Path(out) / "feedback" / student / f"{assignment}.html"
+    return Path(out) / FEEDBACK / student / f"{assignment}.html"
 
 
 def rows_of(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..common.errors import GradingError
-from ..common.layout import UNFINISHED, late_policy_file
+from ..common.layout import GRADEBOOK, RESULTS, UNFINISHED, late_policy_file
 from ..common.notebooks import file_fingerprint, nbgrader_meta, write_atomic
 from ..reports.feedback import publish as publish_feedback
 from ..reports.late import Late, describe_policy, policy_of_record, policy_record
@@ -130,7 +130,7 @@ def earlier_results(out: Path, found: list[Found], problems: list[Row], log: Log
     drop them from both without a word); the warning names their students."""
     graded = {(s, a) for s, a, _ in found} | {(p.student, p.assignment) for p in problems}
     kept = {}
-    for path in sorted((out / "results").glob("*/*.json")):
+    for path in sorted((out / RESULTS).glob("*/*.json")):
         result = load_result(path)
         key = (path.parent.name, path.stem)
         if key not in graded and result is not None and (result.get("student"), result.get("assignment")) == key:
@@ -153,7 +153,7 @@ def earlier_results(out: Path, found: list[Found], problems: list[Row], log: Log
 def earlier_late(out: Path, kept: dict[tuple[str, str], dict]) -> dict[tuple[str, str], Late]:
     "{(student, assignment): grading.reports.late.Late} of the kept results, as the gradebook of their run says."
     try:
-        book = json.loads((out / "gradebook.json").read_text())
+        book = json.loads((out / GRADEBOOK).read_text())
     except (OSError, ValueError):
         return {}
     late = {}

@@ -33,7 +33,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..common.errors import GradingError, did_you_mean
-from ..common.layout import unfinished_marker
+from ..common.layout import GRADEBOOK, unfinished_marker
 from ..intake.roster import IDENTITY, Person, read_roster
 from . import canvas
 from .csv_export import Options, side_path, write_csv_export
@@ -266,7 +266,7 @@ def export_grades(
         )
     else:
         options = Options(fmt_name, missing, scale_to, canvas.assignment_ids(canvas_assignments, canvas_export))
-        graded_at = (Path(grading_dir) / "gradebook.json").stat().st_mtime
+        graded_at = (Path(grading_dir) / GRADEBOOK).stat().st_mtime
         grades = Grades(book, missing, scale_to)
         write_csv_export(grades, everyone, assignments, out, options=options, report=report, graded_at=graded_at)
     report.warnings += disagreements(book, report, assignments, fmt_name, out, missing)

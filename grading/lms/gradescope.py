@@ -45,6 +45,7 @@ from ..common.defaults import (
     NOTEBOOK_TIMEOUT,
 )
 from ..common.errors import GradingError, did_you_mean
+from ..common.layout import GRADEBOOK
 from ..common.notebooks import REPO, package_lock
 from .gradescope_metadata import assignment_titled, late_policy, read_metadata, submitter
 from .gradescope_results import GRADESCOPE_TEXT
@@ -370,7 +371,7 @@ def results_of(out: Path, person: Person, assignment: str, config: dict) -> dict
     from .gradescope_results import gradescope_results
     from .lms_input import hidden_tests
 
-    book = json.loads((out / "gradebook.json").read_text())
+    book = json.loads((out / GRADEBOOK).read_text())
     entry = book.get(person.student, {}).get(assignment)
     hidden = hidden_tests(REPO / "notebooks").get(assignment)
     results = gradescope_results(person, assignment, entry, hidden, config.get("hidden_visibility", "after_published"))

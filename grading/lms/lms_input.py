@@ -12,24 +12,11 @@ import json
 from pathlib import Path
 
 from ..common.errors import GradingError
+from ..common.layout import GRADEBOOK, OUT_FILES, OUT_FOLDERS, RESULTS
 
 Gradebook = dict[str, dict[str, dict]]  # {student: {assignment: entry}}, as autograde writes gradebook.json
 HiddenTests = dict[str, dict[str, bool]]  # {assignment: {test id: whether its cell holds hidden tests}}, in order
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"  # as in grading.common.notebooks, which needs nbformat; this module does not
-
-
-# What autograde (and leaderboard) write in GRADING_DIR: an export never goes there
-GRADER_FILES = (
-    "grades.csv",
-    "gradebook.json",
-    "time_spent.csv",
-    "distribution.png",
-    "leaderboard.md",
-    "leaderboard.png",
-    ".grading-secret",
-    ".grading.lock",
-)
-GRADER_FOLDERS = ("results", "feedback", "marking", ".grading")
 
 
 def check_export_path(out: str | Path, grading_dir: str | Path, folder: bool = False) -> None:
@@ -39,7 +26,7 @@ def check_export_path(out: str | Path, grading_dir: str | Path, folder: bool = F
     out, grading_dir = Path(out).resolve(), Path(grading_dir).resolve()
     if not folder and out.is_dir():
         raise GradingError(f"--out {out}: that is a folder; give the file to write, such as {out / 'grades-lms.csv'}.")
-    own = [grading_dir / name for name in GRADER_FILES + GRADER_FOLDERS]
+    own = [grading_dir / name for name in OUT_FILES + OUT_FOLDERS]  # what autograde and leaderboard write
     if out == grading_dir and folder or any(out == path or path in out.parents for path in own):
         raise GradingError(
             f"--out {out}: that is autograde's own {'folder' if out == grading_dir else out.name} in {grading_dir}, "
@@ -52,7 +39,7 @@ def read_gradebook(grading_dir: str | Path) -> Gradebook:
     grading_dir = Path(grading_dir)
     if not grading_dir.is_dir():
         raise GradingError(f"{grading_dir}: no such folder; give the --out folder of `python -m grading autograde`.")
-    path = grading_dir / "gradebook.json"
+    path = grading_dir / GRADEBOOK
     if not path.is_file():
         students_work = any(grading_dir.glob("*/*/*.ipynb"))  # SUBMISSIONS/<student>/<assignment>/<notebook>
         raise GradingError(
@@ -91,7 +78,7 @@ def number(value: object) -> bool:
 def load_result_tests(grading_dir: str | Path, student: str, assignment: str) -> dict | None:
     "The per-test scores of GRADING_DIR/results/<student>/<assignment>.json, or None."
     try:
-        result = json.loads((Path(grading_dir) / "results" / student / f"{assignment}.json").read_text())
+        result = json.loads((Path(grading_dir) / RESULTS / student / f"{assignment}.json").read_text())
     except (OSError, ValueError):
         return None
     tests = result.get("tests") if isinstance(result, dict) else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..common.layout import MARKING
 from ..reports.late import penalised
 from .entries import NOT_MARKED, graded, not_marked
 from .lms_input import Gradebook, number
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # marking needs nbgrader, which add_marks does without
 
 def add_marks(book: Gradebook, grading_dir: str | Path, warnings: list[str]) -> None:
     "Put the marks of GRADING_DIR/marking, as they are now, into the gradebook's entries (grading.reports.marking.read_marks)."
-    if not (Path(grading_dir) / "marking" / "gradebook.db").is_file():
+    if not (Path(grading_dir) / MARKING / "gradebook.db").is_file():
         return
     try:
         from ..reports.marking import read_marks

@@ -14,16 +14,17 @@ import textwrap
 from pathlib import Path
 
 from ..common.errors import GradingError
+from ..common.layout import LEADERBOARD_PICTURE, LEADERBOARD_TABLE, RESULTS
 from ..common.notebooks import write_atomic
 
 ASSIGNMENT = "16_capstone"
-TABLE, PICTURE = "leaderboard.md", "leaderboard.png"
+TABLE, PICTURE = LEADERBOARD_TABLE, LEADERBOARD_PICTURE
 
 
 def rows_of(out: Path) -> list:
     "[(student, accuracy or None, numbers or None, score, max score, why not measured)], ranked."
     rows = []
-    for path in sorted((out / "results").glob(f"*/{ASSIGNMENT}.json")):
+    for path in sorted((out / RESULTS).glob(f"*/{ASSIGNMENT}.json")):
         result = json.loads(path.read_text())
         measured = result.get("measured", {})
         failed = [f"{t}: {r['message']}" for t, r in result["tests"].items() if r["score"] < r["max_score"]]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ..authoring.course import Course, gradebook
 from ..common.answers import restored_notebook
 from ..common.errors import GradingError
+from ..common.layout import MARKING
 from ..common.notebooks import (
     NotebookNode,
     file_fingerprint,
@@ -235,7 +236,7 @@ def update(
     with_answers = {stem: notebooks[stem] for stem, ids in answers.items() if ids}
     if not with_answers:
         return None
-    root = Path(out) / "marking"
+    root = Path(out) / MARKING
     root.mkdir(exist_ok=True)
     (root / "nbgrader_config.py").write_text(CONFIG)
     seed(root, Path(state) / "master", with_answers, root / ".assignments.json")
@@ -301,7 +302,7 @@ def notebook_marks(notebook: SubmittedNotebook, student: str, assignment: str, l
 
 def read_marks(out: str | Path, log: Log | None = None) -> dict[tuple[str, str], Marks]:
     "{(student, assignment): Marks} of OUT/marking/gradebook.db ({} when there is none)."
-    db = Path(out) / "marking" / "gradebook.db"
+    db = Path(out) / MARKING / "gradebook.db"
     if not db.is_file():
         return {}
     log = log or (lambda message: None)
