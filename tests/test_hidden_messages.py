@@ -788,7 +788,10 @@ def test_the_graders_refusal_is_never_relabelled_or_swallowed_by_a_tests_except(
     rule had a shape mistake. The refusal is a BaseException: the cell fails with the grader's own words."""
     from grading.common.errors import Refusal
 
-    said = "Conv2dBackward: the gradient of input 1 is the exact one computed from its saved tensors rounded to float32"
+    said = (
+        "Conv2dBackward: the gradient of input 1 (the second gradient apply returns) is the exact one computed from "
+        "its saved tensors rounded to float32"
+    )
 
     def rule():
         raise Refusal(said)

@@ -128,7 +128,7 @@ def message(rule: str, gaps: list[tuple[int, float]], is_rule: bool = True, roun
     """Why a rule (or, not `is_rule`, a function that returns a gradient) is refused as numerical; `rounded`: what
     float32_rounding found the gradient exact for, if anything."""
     index, gap = max(gaps, key=lambda pair: pair[1])
-    what = f"the gradient of input {index}" if is_rule else "the gradient it returned"
+    what = f"the gradient of {input_words(index)}" if is_rule else "the gradient it returned"
     if rounded is not None:
         return (
             f"{rule}: {what} is the exact one computed from {rounded} rounded to float32 (it agrees with that to "
@@ -349,16 +349,22 @@ def probe_message(rule: str, gaps: list[tuple[int, float]], what: str = "mixed")
     off = "is not finite" if not np.isfinite(gap) else f"is off by {gap:.0e} (relative)"
     if what == "infinite":
         return (
-            f"{rule}: exact on the tests' inputs, but when some saved values are infinite the gradient of input "
-            f"{index} {off} where the exact one is finite, as finite differences of the forward are (the forward is "
+            f"{rule}: exact on the tests' inputs, but when some saved values are infinite the gradient of "
+            f"{input_words(index)} {off} where the exact one is finite, as finite differences of the forward are (the forward is "
             f"infinite or NaN there); a formula stays exact. {ADVICE} (A formula that multiplies a saved value by 0 "
             "to get a shape, x * 0, is NaN there too: use np.zeros_like(x) or np.ones_like(x).)"
         )
     return (
         f"{rule}: exact on the tests' inputs, but when half of the saved values are about {MAGNITUDE:.0e} times larger "
-        f"the gradient of input {index} {off}, as finite differences of the forward are; a formula stays exact "
+        f"the gradient of {input_words(index)} {off}, as finite differences of the forward are; a formula stays exact "
         f"(about 1e-16). {ADVICE}"
     )
+
+
+def input_words(index: int) -> str:
+    "'input 1 (the second gradient apply returns)': the course counts inputs from 0, which a reader may not expect."
+    order = ("first", "second", "third", "fourth")[index] if index < 4 else f"number {index + 1}"
+    return f"input {index} (the {order} gradient apply returns)"
 
 
 def _as_tuple(values: object) -> tuple:
