@@ -25,12 +25,14 @@ from grading.examples.edits import submission as solved_submission
 
 NOTEBOOKS = ["01_tensor", ELEMENTWISE]
 OPTIONS = ["--cell-timeout", "20", "--notebook-timeout", "300"]
-# The red team's students graded on the cluster too: work of each kind, and every attack whose target is another on
-# a Dask worker than on this machine (the grader's files and processes, the network, the other students, the
-# worker's memory). tests/test_redteam.py grades the whole red team locally, as root and as an ordinary user.
+# The red team's students graded on the cluster too: broken code, a flood of output and a cheat, and every attack
+# whose target is another on a Dask worker than on this machine (the grader's files and processes, the network, the
+# other students, the worker's memory). Good, partial and no work are the demo's (DEMO_ON_DASK); the attacks on the
+# checks inside the sandbox (bea, cole, dora) meet the same job there. tests/test_redteam.py grades the whole red
+# team locally, as root and as an ordinary user.
 RED_TEAM_ON_DASK = {
-    *("alice", "bob", "carol", "erin", "kim", "vic"),  # good, none, one wrong rule, broken code, a flood, a cheat
-    *("axel", "bea", "cole", "dora", "fay", "gus", "hal", "iris"),  # on the grading machinery itself
+    *("erin", "kim", "vic"),  # broken code, a flood, a cheat
+    *("axel", "fay", "gus", "hal", "iris", "nadia"),  # on the grading machinery itself
     *("fern", "gwen", "hugo", "ivan", "kate", "lena"),  # on the other students and the grader's own process
 }
 # The demo's notebooks graded on Dask: a plain one, carol's (one wrong rule), the first with figures drawn in the job,
