@@ -12,6 +12,7 @@ export the way the platform reads it:
 """
 
 import csv
+import html
 import io
 import re
 from dataclasses import dataclass, field
@@ -22,6 +23,11 @@ def read_rows(path):
     "The rows as the platforms read them: a leading byte-order mark dropped (Moodle's csv_import_reader trims it)."
     text = path.read_bytes().decode("utf-8")
     return list(csv.reader(io.StringIO(text.removeprefix("\ufeff"))))
+
+
+def moodle_shows(feedback):
+    "The text a reader sees of feedback Moodle stores as HTML: its tags are markup, its entities characters."
+    return html.unescape(re.sub(r"<[^>]*>", "", feedback))
 
 
 class ImportStopped(Exception):

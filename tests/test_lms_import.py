@@ -13,6 +13,7 @@ from lms_importers import (
     ImportStopped,
     canvas_import,
     moodle_grade_import,
+    moodle_shows,
     moodle_worksheet_import,
     read_rows,
 )
@@ -101,6 +102,26 @@ def test_moodle_maps_by_a_column_without_blanks_so_no_grade_goes_to_the_row_abov
     grades, feedback = moodle_grade_import(rows, column, "email", SITE, {A: "item"}, {f"Feedback for {A}": "item"})
     assert grades == {1: {"item": 21.6}, 2: {"item": 0.0}}, "Ada's late 27 less 20 %, Bob's 0; Zoë untouched"
     assert "late" in feedback[1]["item"] and feedback[2]["item"] == "0 of 27 points.", "no empty feedback erases"
+
+
+def test_moodle_shows_a_note_as_written_and_no_students_text_as_markup(course):
+    """Moodle shows imported feedback as HTML: an error's "(<exercise>, line 3)" lost its "<exercise>" as a tag, and a
+    student's text in a note (the message their code raised) was markup in the gradebook."""
+    note = "your module could not be imported (SyntaxError: invalid syntax (<exercise>, line 3)) & <img src=x>"
+    book = json.loads((course / "grades" / "gradebook.json").read_text())
+    book["bob"][A]["note"] = note
+    (course / "grades" / "gradebook.json").write_text(json.dumps(book))
+    code, out = export(course, "moodle", roster(course / "r.csv", *MOODLE_ROSTER))
+    assert code == 0
+    _, feedback = moodle_grade_import(
+        read_rows(out), "Email address", "email", SITE, {A: "item"}, {f"Feedback for {A}": "item"}
+    )
+    assert note in moodle_shows(feedback[2]["item"]) and "<img" not in feedback[2]["item"]
+    lines = [["bob", "Bob Builder", "", "", "", "", f"{A}=102"]]
+    code, out = export(course, "moodle-worksheet", roster(course / "w.csv", *lines))
+    assign = Assign(maximum=27, participants={"102": 2})
+    moodle_worksheet_import(read_rows(out), assign)
+    assert note in moodle_shows(assign.feedback[2]) and "<img" not in assign.feedback[2]
 
 
 def test_the_old_layout_would_have_given_bobs_grade_to_ada(course):

@@ -12,8 +12,13 @@
   (collect keeps it in roster.csv), so no email is needed. The importer needs the columns Identifier, Grade and
   "Last modified (grade)"; it skips an empty grade, and a grade above the assignment's maximum, without a word; a
   "Feedback comments" cell replaces the feedback, an empty one too. One assignment per worksheet.
+
+Moodle shows both imports' feedback as HTML (the grade import stores it as FORMAT_MOODLE, the worksheet's comments
+plugin as FORMAT_HTML), so a note is written HTML-escaped: "(<exercise>, line 3)" in an error a student's code raised
+reads as written, instead of losing "<exercise>" as a tag, and no text of a student's is markup in the gradebook.
 """
 
+import html
 from datetime import UTC, datetime
 
 from ..common.csvsafe import identifier_cell
@@ -91,7 +96,7 @@ def grade_import_rows(
     label, column, _ = identifier
     rows = [[label, "Full name"] + [c for a in assignments for c in (a, f"{FEEDBACK_FOR}{a}")]]
     for p in people:
-        cells = [(grades.cell(p, a), grades.feedback(p, a)) for a in assignments]
+        cells = [(grades.cell(p, a), shown_as_written(grades.feedback(p, a))) for a in assignments]
         if all(grade is None for grade, _ in cells):
             continue  # nothing graded, --missing keep: no row, so Moodle keeps what it has
         rows.append([usable(getattr(p, column)), p.name or p.student] + [c for pair in cells for c in pair])
@@ -112,9 +117,14 @@ def worksheet_rows(grades: Grades, people: list[Person], assignment: str, graded
         maximum = fmt(grades.maximum(assignment))
         rows.append(
             [identifier, p.name or p.student, p.email, "", grade, maximum, "Yes", submitted, when]
-            + [grades.feedback(p, assignment)]
+            + [shown_as_written(grades.feedback(p, assignment))]
         )
     return rows
+
+
+def shown_as_written(note: str) -> str:
+    "A note as Moodle's HTML feedback shows it as it is written (see the module's docstring)."
+    return html.escape(note, quote=False)
 
 
 def map_by_line(identifier: tuple[str, str]) -> str:
