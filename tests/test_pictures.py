@@ -43,6 +43,13 @@ def test_draw_graph_of_the_seed_example_draws_the_shared_input_once():
     assert len(arrows(figure)) == 4, "x feeds both * and +: two arrows from one box"
 
 
+def test_no_arrows_shape_sits_on_a_box():
+    "x's arrow to + passes the column of *: its label sat on the MulBackward box (a student's report on 15)."
+    x, y = Tensor(2.0, requires_grad=True), Tensor(3.0, requires_grad=True)
+    shapes = [t.get_position()[0] for t in draw_graph(x * y + x).axes[0].texts if t.get_text() == "()"]
+    assert len(shapes) == 4 and all(abs(at - round(at)) >= 0.4 for at in shapes), shapes  # boxes: at whole columns
+
+
 def test_draw_graph_after_backward_shows_only_the_freed_root():
     x = Tensor([1.0, 2.0], requires_grad=True)
     out = (x * x).sum()

@@ -83,7 +83,11 @@ def draw_graph(root, ax=None, names=None):
             xytext=(x0 + 0.3, y0),
             arrowprops=dict(arrowstyle="->", color="grey", shrinkA=0, shrinkB=0),
         )
-        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.08, str(inp.shape), ha="center", fontsize=8, color="dimgrey")
+        if x1 - x0 == 1:  # the shape above the arrow, halfway
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.08, str(inp.shape), ha="center", fontsize=8, color="dimgrey")
+        else:  # an arrow past a column: below it, in its first gap (halfway it would be on that column's box)
+            y = y0 + (y1 - y0) / (2 * (x1 - x0)) - 0.08
+            ax.text(x0 + 0.5, y, str(inp.shape), ha="center", va="top", fontsize=8, color="dimgrey")
     for t in order:
         x, y = where[id(t)]
         leaf = t._grad_fn is None
