@@ -881,3 +881,107 @@ def test_canvas_late_mark_is_read_in_either_case():
     for name in ("late_anon_x7_5_04_elementwise.ipynb", "LATE_anon_x7_5_04_elementwise.ipynb"):
         match = CANVAS_ANONYMOUS.fullmatch(name)
         assert (match["anon"], bool(match["late"])) == ("x7", True)
+
+
+def worksheet(path, *rows):
+    "A Moodle grading worksheet (Grading action > Download grading worksheet) of (participant id, full name, email)."
+    header = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade", "Feedback comments"]
+    with open(path, "w", newline="", encoding="utf-8-sig") as file:
+        csv.writer(file).writerows(
+            [header] + [[f"Participant {n}", name, email, "", "", "27", ""] for n, name, email in rows]
+        )
+    return path
+
+
+def test_moodle_students_of_one_name_keep_their_folders_across_assignments_with_the_worksheets(tmp_path, course):
+    "Two Anna Bs: their participant ids change with the assignment, their emails (from each worksheet) do not."
+    out = tmp_path / "submissions"
+    first = make_zip(
+        tmp_path / "1.zip",
+        {
+            "Anna B_5_assignsubmission_file_/02_function.ipynb": tiny(text="ONE"),
+            "Anna B_9_assignsubmission_file_/02_function.ipynb": tiny(text="TWO"),
+        },
+    )
+    sheet = worksheet(tmp_path / "1.csv", ("5", "Anna B", "anna.one@uni.edu"), ("9", "Anna B", "anna.two@uni.edu"))
+    result = collect(first, "moodle", out, notebooks_dir=course, worksheet=sheet)
+    assert not any("by hand" in line or "no email addresses" in line for line in result.warnings), result.warnings
+    second = make_zip(
+        tmp_path / "2.zip",
+        {
+            "Anna B_12_assignsubmission_file_/03_gradcheck.ipynb": tiny("03_gradcheck", "TWO"),
+            "Anna B_31_assignsubmission_file_/03_gradcheck.ipynb": tiny("03_gradcheck", "ONE"),
+        },
+    )
+    sheet = worksheet(tmp_path / "2.csv", ("12", "Anna B", "anna.two@uni.edu"), ("31", "Anna B", "anna.one@uni.edu"))
+    collect(second, "moodle", out, notebooks_dir=course, worksheet=sheet)
+    functions, gradchecks = placed_folders(out), placed_folders(out, "03_gradcheck")
+    assert sorted(functions) == sorted(gradchecks) and len(functions) == 2, (sorted(functions), sorted(gradchecks))
+    for folder, text in functions.items():
+        assert ("# ONE" in text) == ("# ONE" in gradchecks[folder]), f"{folder} holds two students' notebooks"
+    emails = {p.student: p.email for p in read_roster(out / "roster.csv")}
+    assert sorted(emails.values()) == ["anna.one@uni.edu", "anna.two@uni.edu"] and set(emails) == set(functions)
+
+
+def test_another_assignments_worksheet_gives_no_email_and_writes_nothing(tmp_path, course):
+    "Participant ids differ between assignments: another's worksheet would hand one student's email to another."
+    download = make_zip(
+        tmp_path / "m.zip",
+        {
+            "Ada Lovelace_5_assignsubmission_file_/02_function.ipynb": tiny(),
+            "Bob Stone_6_assignsubmission_file_/02_function.ipynb": tiny(),
+        },
+    )
+    other = worksheet(tmp_path / "w.csv", ("5", "Bob Stone", "bob@uni.edu"), ("6", "Ada Lovelace", "ada@uni.edu"))
+    out = tmp_path / "submissions"
+    with pytest.raises(GradingError, match="is not the worksheet of this download's assignment: participant 5 is "):
+        collect(download, "moodle", out, notebooks_dir=course, worksheet=other)
+    assert not out.exists()
+    short = worksheet(tmp_path / "short.csv", ("5", "Ada Lovelace", "ada@uni.edu"))
+    with pytest.raises(GradingError, match="participant 6 is 'Bob Stone' in the download and not in the worksheet"):
+        collect(download, "moodle", out, notebooks_dir=course, worksheet=short)
+    (tmp_path / "no-email.csv").write_text("Identifier,Full name,Grade\nParticipant 5,Ada Lovelace,\n")
+    with pytest.raises(GradingError, match="no column Email address"):
+        collect(download, "moodle", out, notebooks_dir=course, worksheet=tmp_path / "no-email.csv")
+    with pytest.raises(GradingError, match="--worksheet is Moodle's grading worksheet"):
+        collect(download, "canvas", out, notebooks_dir=course, worksheet=other)
+    assert not out.exists()
+
+
+def test_a_worksheet_name_is_read_as_moodle_writes_it_in_the_download_and_fills_an_earlier_roster_line(
+    tmp_path, course
+):
+    "Moodle's folder names drop ' and turn _ into a space, and a group assignment puts '<group>-' first."
+    out = tmp_path / "submissions"
+    collect(
+        make_zip(tmp_path / "0.zip", {"Sean OBrien_3_assignsubmission_file_/02_function.ipynb": tiny()}),
+        "moodle",
+        out,
+        notebooks_dir=course,
+    )
+    assert [p.email for p in read_roster(out / "roster.csv")] == [""]
+    download = make_zip(
+        tmp_path / "m.zip",
+        {
+            "Sean OBrien_5_assignsubmission_file_/03_gradcheck.ipynb": tiny("03_gradcheck"),
+            "Team A-Mia Lee Ng_6_assignsubmission_file_/03_gradcheck.ipynb": tiny("03_gradcheck"),
+        },
+    )
+    sheet = worksheet(tmp_path / "w.csv", ("5", "Sean O'Brien", "sean@uni.edu"), ("6", "Mia Lee_Ng", "mia@uni.edu"))
+    result = main(
+        [
+            "collect",
+            str(download),
+            "--lms",
+            "moodle",
+            "--out",
+            str(out),
+            "--notebooks",
+            str(course),
+            "--worksheet",
+            str(sheet),
+        ]
+    )
+    assert result == 0
+    emails = {p.name: p.email for p in read_roster(out / "roster.csv")}
+    assert emails == {"Sean OBrien": "sean@uni.edu", "Team A-Mia Lee Ng": "mia@uni.edu"}, emails

@@ -13,7 +13,8 @@ from ..common.errors import GradingError
 def cmd_collect(args: argparse.Namespace) -> int:
     from ..intake.collect import collect
 
-    result = collect(args.download, args.lms, args.out, force=args.force, notebooks_dir=args.notebooks)
+    options = {"force": args.force, "notebooks_dir": args.notebooks, "worksheet": args.worksheet}
+    result = collect(args.download, args.lms, args.out, **options)
     for line in result.warnings:
         print(f"warning: {line}", file=sys.stderr)
     for row in result.not_placed:
@@ -142,6 +143,12 @@ def add_collect(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="replace notebooks in --out that differ from the download's")
     p.add_argument(
         "--notebooks", default=None, help="the instructor's notebooks (default: notebooks/ of this repository)"
+    )
+    p.add_argument(
+        "--worksheet",
+        default=None,
+        help="Moodle: the same assignment's grading worksheet (Grading action > Download grading worksheet), whose "
+        "emails go into roster.csv and keep two students of one name apart across assignments",
     )
     p.set_defaults(run=cmd_collect)
 

@@ -9,7 +9,8 @@ submissions, and the time each was handed in. So this command does it, in the or
 1. read the download's files, refusing links, paths out of the download and files too large (grading.intake.downloads);
 2. tell whose each file is, from the LMS's naming, and its submission time when the LMS gives one, and give every
    student a folder of their own: one that roster.csv knows by LMS id or email keeps their folder there, and two
-   students whose folder names would be one (ignoring case, as macOS and Windows do) get a suffix each;
+   students whose folder names would be one (ignoring case, as macOS and Windows do) get a suffix each; a Moodle
+   student's email comes from the assignment's grading worksheet, when given (grading.intake.worksheet);
 3. tell which assignment each notebook is: from its file name (`04_elementwise.ipynb`, also `04_elementwise (1)`,
    `04_elementwise-1` as browsers and Canvas rename a repeated name), else from its cells' nbgrader grade ids, which
    are those of one course notebook;
@@ -20,7 +21,8 @@ submissions, and the time each was handed in. So this command does it, in the or
    differs stops the command before anything is written, with the files named;
 6. add the students to SUBMISSIONS/roster.csv (the roster `export-grades` reads: student, name, email, lms_id, sis_id,
    login_id, section, moodle_participant), lines already there untouched but for the Moodle participant id of an
-   assignment collected (the id of its offline grading worksheet); autograde skips files at the top of SUBMISSIONS;
+   assignment collected (the id of its offline grading worksheet) and a worksheet's email where a line has none;
+   autograde skips files at the top of SUBMISSIONS;
 7. write SUBMISSIONS/collect-report.csv (grading.intake.report): every file of the download, placed or not and why,
    hidden files and checkpoints as 'skipped' (rows of earlier collects of other downloads are kept).
 
@@ -58,6 +60,7 @@ from .downloads import (
 from .folders import distinct_students
 from .report import REPORT, Row, earlier_report, write_report
 from .roster import Person, merged_roster, participants, read_roster, unlisted_warning, write_roster
+from .worksheet import with_emails
 
 FORMATS = tuple(READERS)
 ROSTER = "roster.csv"
@@ -115,7 +118,13 @@ class Collected:
 
 
 def collect(
-    download: str | Path, lms: str, out: str | Path, *, force: bool = False, notebooks_dir: str | Path | None = None
+    download: str | Path,
+    lms: str,
+    out: str | Path,
+    *,
+    force: bool = False,
+    notebooks_dir: str | Path | None = None,
+    worksheet: str | Path | None = None,
 ) -> Collected:
     """Turn an LMS's bulk download into OUT/<student>/<assignment>/<assignment>.ipynb, roster.csv and the report.
 
@@ -125,6 +134,8 @@ def collect(
         out: the submissions folder to write (made if missing); what is there already stays.
         force: replace a notebook in OUT that differs from the download's (else nothing is written).
         notebooks_dir: the instructor's notebooks, which say the assignments and their cells (default notebooks/).
+        worksheet: Moodle only: the assignment's grading worksheet, which gives each student's email
+            (grading.intake.worksheet).
 
     Returns:
         Collected: a Row per file of the download (placed, unchanged, superseded or not placed, and why), warnings.
@@ -136,6 +147,8 @@ def collect(
     """
     if lms not in READERS:
         raise GradingError(f"--lms {lms!r}: expected one of {', '.join(FORMATS)}.")
+    if worksheet is not None and lms != "moodle":
+        raise GradingError(f"--worksheet is Moodle's grading worksheet; {lms}'s download says who is who itself.")
     download, out = Path(download), Path(out)
     check_places(download, out)
     known = known_assignments(notebooks_dir)
@@ -145,6 +158,7 @@ def collect(
         source = source_of(download, members)  # its rows of the report are replaced when it is collected again
         earlier = earlier_report(report, source)
         found, rows = read_download(members, lms, download)
+        found = with_emails(found, worksheet) if worksheet is not None else found
         if not found:
             refuse_another_layout(members, lms, download)  # before anything is written
         found = distinct_students(found, listed)
@@ -157,7 +171,7 @@ def collect(
     rows = rows + unknown + written + older
     write_roster(roster, people)
     write_report(report, source, earlier, rows)
-    return Collected(rows, warnings(lms, rows) + unlisted_warning(unlisted), roster, report)
+    return Collected(rows, warnings(lms, rows, worksheet is not None) + unlisted_warning(unlisted), roster, report)
 
 
 def refuse_another_layout(members: list[Member], lms: str, download: Path) -> None:
@@ -404,8 +418,8 @@ def write_notebook(p: Placement, out: Path, unchanged: set[int]) -> Row:
     return p.row(PLACED)
 
 
-def warnings(lms: str, rows: list[Row]) -> list[str]:
-    "What the instructor must know about this LMS's download before grading it."
+def warnings(lms: str, rows: list[Row], emails: bool = False) -> list[str]:
+    "What the instructor must know about this LMS's download before grading it (`emails`: Moodle's worksheet gave them)."
     lines = []
     if lms in NO_TIMES and any(r.status == PLACED for r in rows):
         lines.append(
@@ -430,31 +444,38 @@ def warnings(lms: str, rows: list[Row]) -> list[str]:
             f"{', '.join(renamed[:5])}{' and more' if len(renamed) > 5 else ''}; collect-report.csv's notes say why."
             + (
                 " Moodle's participant ids, which make those suffixes, differ from one assignment's download to the "
-                "next: another assignment's notebooks of these students land in folders of other names. Move them "
-                "into these folders by hand before grading (their notebooks tell the students apart)."
-                if lms == "moodle"
+                "next: collect each download with its assignment's grading worksheet (--worksheet), whose emails "
+                "keep each student's folder, or move another assignment's notebooks into these folders by hand."
+                if lms == "moodle" and not emails
                 else ""
             )
         )
-    if lms == "moodle" and any(r.status in (PLACED, UNCHANGED) for r in rows):
+    if lms == "moodle" and not emails and any(r.status in (PLACED, UNCHANGED) for r in rows):
         lines.append(
             "Moodle's download holds no email addresses: roster.csv keeps each student's participant id "
             "(moodle_participant), by which `export-grades --format moodle-worksheet --assignment NAME` writes the "
-            "assignment's offline grading worksheet; for Moodle's gradebook import (--format moodle), fill in the "
-            "email, sis_id (ID number) or login_id (username) column of roster.csv first."
+            "assignment's offline grading worksheet; for Moodle's gradebook import (--format moodle), collect with "
+            "the assignment's grading worksheet (--worksheet), which gives the emails, or fill in the email, sis_id "
+            "(ID number) or login_id (username) column of roster.csv."
         )
     return lines
 
 
 def with_participants(people: list[Person], kept: list[Placement]) -> list[Person]:
     """The roster with each Moodle student's participant id of each assignment collected (moodle_participant): the id
-    by which the assignment's offline grading worksheet finds them (export-grades --format moodle-worksheet)."""
-    ids = {}
+    by which the assignment's offline grading worksheet finds them (export-grades --format moodle-worksheet); and the
+    email a grading worksheet gave (--worksheet) where a line has none and no other line has it."""
+    ids, emails = {}, {}
     for p in kept:
         if p.found.participant:
             ids.setdefault(p.found.person.student, {})[p.assignment] = p.found.participant
+            emails[p.found.person.student] = p.found.person.email  # from the assignment's worksheet, if given
+    taken = {person.email.lower() for person in people if person.email}
     result = []
     for person in people:
+        email = emails.get(person.student, "")
+        if email and not person.email and email.lower() not in taken:  # a line of an earlier collect without one
+            person = dataclasses.replace(person, email=email)
         new = ids.get(person.student)
         if new:
             pairs = {**participants(person.moodle_participant), **new}
