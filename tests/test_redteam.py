@@ -163,10 +163,10 @@ def tempfile_for(user):
     return folder
 
 
-def test_the_class_has_68_submissions_of_every_kind(graded_class):
+def test_the_class_has_71_submissions_of_every_kind(graded_class):
     expected, rows = graded_class["expected"], graded_class["rows"]
-    assert len(expected) == 68 and {r.student for r in rows} == set(expected)
-    assert sum("problem" in e for e in expected.values()) == 5
+    assert len(expected) == 71 and {r.student for r in rows} == set(expected)
+    assert sum("problem" in e for e in expected.values()) == 6
 
 
 @pytest.mark.parametrize("student", ["alice", "bob", "carol", "dan", "rosa", "tara", "uma"])
@@ -180,7 +180,7 @@ def test_broken_code_costs_only_the_tests_that_need_it(graded_class, student):
     check(graded_class, student)
 
 
-@pytest.mark.parametrize("student", ["nick", "olga", "pete", "quinn", "sam"])
+@pytest.mark.parametrize("student", ["nick", "olga", "pete", "quinn", "sam", "tim"])
 def test_bad_files_are_named_in_the_table_and_cost_no_one_else(graded_class, student):
     check(graded_class, student)
     assert f"error: {student}/" in graded_class["result"].stderr
@@ -298,6 +298,15 @@ def test_a_students_nbdev_directives_write_nothing_outside_the_package(graded_cl
     target = root / "submissions" / "nadia" / ELEMENTWISE / EXPORT_TARGET[0]
     assert "." not in str(target.parent), "nbdev makes the dots of a path folders: the attack would aim nowhere"
     assert target.read_text() == EXPORT_TARGET[1] and not (root / "grades" / "nadia.py").exists()
+
+
+@pytest.mark.parametrize("student", ["suri", "ines"])
+def test_text_that_utf8_cannot_hold_is_graded_not_a_fault_of_the_grader(graded_class, student):
+    """A lone UTF-16 surrogate in a notebook's JSON (suri) or in the error of a module that fails its import (ines)
+    made the job fail writing UTF-8: "not graded, a fault of the grader" at every run. Each is U+FFFD now."""
+    check(graded_class, student)
+    page = graded_class["root"] / "grades" / "feedback" / student / f"{ELEMENTWISE}.html"
+    assert page.read_text(encoding="utf-8")
 
 
 def test_the_package_a_student_runs_with_holds_no_answer_of_a_later_notebook(graded_class):

@@ -226,3 +226,28 @@ def test_a_folder_of_notebooks_with_no_student_folders_says_where_they_belong(tm
         find_submissions(tmp_path, KNOWN)
     assert "contains no student folders" in str(error.value)
     assert "It holds notebooks (01_tiny.ipynb): put each in <student>/<assignment>/." in str(error.value)
+
+
+def test_a_lone_surrogate_in_a_notebook_is_read_as_u_fffd_and_the_notebook_can_be_written_again(tmp_path):
+    "JSON may hold one ('\\ud800'), UTF-8 cannot: the job that wrote the notebook back failed (red team round 8)."
+    from grading.common.notebooks import parse_notebook, write_notebook
+
+    text = notebook_text().replace('"x = 1"', '"x = 1  # \\ud800 and \\ud83d\\ude00"')
+    text = text.replace('"metadata": {', '"metadata": {"note \\udfff": ["\\ud800"], ', 1)
+    nb = parse_notebook(text.encode(), "sub.ipynb")
+    assert nb.cells[0].source == "x = 1  # \ufffd and \U0001f600", "a lone one replaced, a pair kept"
+    write_notebook(nb, tmp_path / "again.ipynb")
+    assert "\ufffd" in read_notebook(tmp_path / "again.ipynb").cells[0].source
+
+
+def test_a_notebook_of_more_json_objects_than_any_notebook_has_is_refused_before_it_is_parsed():
+    "16 million empty objects (48 MB) took the grader 8 GB to parse (red team round 8); braces in text do not count."
+    from grading.common.defaults import MAX_NOTEBOOK_CONTAINERS
+    from grading.common.notebooks import parse_notebook
+
+    nb = json.loads(notebook_text())
+    nb["metadata"]["x"] = [{}] * (MAX_NOTEBOOK_CONTAINERS + 1)
+    with pytest.raises(GradingError, match="more than 100,000 JSON objects and lists"):
+        parse_notebook(json.dumps(nb).encode(), "sub.ipynb")
+    nb["metadata"]["x"] = "{[" * MAX_NOTEBOOK_CONTAINERS  # code and output full of brackets: one string
+    assert parse_notebook(json.dumps(nb).encode(), "sub.ipynb").metadata["x"].startswith("{[")

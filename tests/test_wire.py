@@ -297,3 +297,16 @@ def test_one_array_named_by_many_objects_is_refused_before_any_copy():
     assert first not in grader.objects, "nothing of the message was made"
     got = grader.receive({"objects": [[first, "a", 0], [first + 1, "a", 1]], "values": {}}, [np.zeros(2), np.ones(2)])
     assert got == {} and np.array_equal(grader.objects[first + 1], np.ones(2)), "one entry per array still crosses"
+
+
+def test_the_grader_reads_a_lone_surrogate_from_the_worker_as_u_fffd():
+    "A message its code raised with chr(0xD800) in it made the grader fail writing UTF-8 (red team round 8)."
+    import io
+
+    from grading.common.notebooks import valid_text
+    from grading.sandbox import wire
+
+    message = wire.pack({"op": "ready", "error": "ValueError: half-written \ud800", "printed": []}, [])
+    header, _ = wire.unpack(io.BytesIO(message).read, valid_text)
+    assert header["error"] == "ValueError: half-written \ufffd"
+    assert wire.unpack(io.BytesIO(message).read)[0]["error"].endswith("\ud800"), "the worker's side takes it as sent"

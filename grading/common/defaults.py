@@ -10,6 +10,9 @@ FEEDBACK_CHOICES = (
 )  # what the pages show (grading.reports.feedback.POLICIES); the first is the default
 CHECK_TIMEOUT = 300  # seconds one cell may run in `python -m grading check`, on the student's machine
 MAX_NOTEBOOK_MB = 50  # a submitted notebook larger than this is refused with a note (clear its outputs)
+# JSON objects and lists in a notebook: the course's have a few hundred. 16 million empty ones (48 MB) took the grader
+# 8 GB to parse, outside any sandbox (red team round 8); 100,000 take about 50 MB.
+MAX_NOTEBOOK_CONTAINERS = 100_000
 MAX_NAME_BYTES = 100  # a student or assignment folder name longer than this is refused with a note
 GRADER_MEMORY_MB = 8192  # address space of one grading job (the grader's own process, not the student's)
 # Gradescope's default container (its autograder documentation, "Troubleshooting"): the limits the zip is made for

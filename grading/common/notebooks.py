@@ -12,6 +12,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from .defaults import MAX_NOTEBOOK_CONTAINERS
 from .errors import GradingError, nearest
 
 try:
@@ -40,8 +41,16 @@ def parse_notebook(text: bytes, path: str | Path) -> NotebookNode:
     "A notebook from its bytes (read from `path`), checked as far as the grader relies on it."
     if not text.strip():
         raise GradingError(f"{path}: the file is empty; save the notebook from Jupyter again.")
+    if too_many_containers(text):
+        raise GradingError(
+            f"{path}: not a notebook as Jupyter saves one (more than {MAX_NOTEBOOK_CONTAINERS:,} JSON objects and "
+            "lists; a notebook has a few thousand at most). Save it from Jupyter again, with its outputs cleared."
+        )
     try:
         raw = json.loads(text)
+        if LONE_SURROGATE_ESCAPE.search(text):  # a lone surrogate, perhaps: see valid_text
+            raw = valid_text(raw)
+            text = json.dumps(raw).encode()
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise GradingError(
             f"{path}: not a valid notebook (not valid JSON: {str(error)[:200]}). "
@@ -148,6 +157,31 @@ def solution_lines(notebooks: Iterable[NotebookNode]) -> list[str]:
                 public.append(line)
     public_text = "\n".join(public)
     return sorted(line for line in secret if line not in public_text)
+
+
+STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')  # a JSON string, its escapes included
+LONE_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # JSON's escape of a UTF-16 surrogate (a pair's too)
+
+
+def too_many_containers(text: bytes) -> bool:
+    "Whether the JSON `text` has more than MAX_NOTEBOOK_CONTAINERS objects and lists (those inside strings aside)."
+    if text.count(b"{") + text.count(b"[") <= MAX_NOTEBOOK_CONTAINERS:  # the usual answer, without a regex
+        return False
+    outside = STRING.sub(b"", text)
+    return outside.count(b"{") + outside.count(b"[") > MAX_NOTEBOOK_CONTAINERS
+
+
+def valid_text(value: object) -> object:
+    """`value`, as json.loads made it, with each lone UTF-16 surrogate of its strings as U+FFFD: JSON may hold one
+    ("\\ud800"), UTF-8 cannot, and the grader writes UTF-8 (a student's text, or a message their code raised, made
+    the grader fail: red team round 8)."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [valid_text(item) for item in value]
+    if isinstance(value, dict):
+        return {valid_text(key): valid_text(item) for key, item in value.items()}
+    return value
 
 
 def write_atomic(path: str | Path, data: str | bytes, mtime: float | None = None) -> None:

@@ -286,3 +286,10 @@ _wire = _sys.modules.get("wire")
 if _wire is not None and len(_sys.argv) > 2:
     _os.write(int(_sys.argv[2]), _wire.pack({"op": "ready", "error": 1, "printed": []}, []))
 """
+
+# Text that UTF-8 cannot hold: JSON may carry a lone UTF-16 surrogate ("\\ud800") and a student's code can make one
+# (chr(0xD800)); every file the grader writes is UTF-8, and one such character made the job fail, "not graded, a
+# fault of the grader" at every run (red team round 8). SURROGATE stands for the JSON escape in a notebook's text
+# (classroom.Case.raw); RAISE_A_SURROGATE puts one in the error of a module that fails its import.
+SURROGATE = ("LONE-SURROGATE", "\\ud800")
+RAISE_A_SURROGATE = 'raise ValueError("half-written " + chr(0xD800))'

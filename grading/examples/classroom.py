@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 
+from ..common.defaults import MAX_NOTEBOOK_CONTAINERS
 from ..common.notebooks import REPO, nbgrader_meta, read_notebook, write_notebook
 from . import attacks as a
 from . import cheats as c
@@ -34,6 +35,7 @@ from .edits import (
     submission,
     tampered_tests,
     with_cell,
+    with_markdown,
     wrong_add_and_mul,
 )
 
@@ -120,6 +122,7 @@ class Case:
     note: str = ""  # the row's note contains this
     edit: Callable[[nbformat.NotebookNode], nbformat.NotebookNode] | None = None
     files: tuple = ()  # (name, text) of other files in the submission's folder
+    raw: tuple = ()  # (old, new): replaced in the notebook file's JSON text, after it is written
 
 
 E = ELEMENTWISE
@@ -211,6 +214,19 @@ CASES = [
     Case("lena", E, only(set(), a.READ_LATER_ANSWERS), NOTHING),
     Case("nadia", E, Aimed(a.EXPORT_ELSEWHERE), files=(a.EXPORT_TARGET,)),  # nbdev told to write a grader's file
     Case("mallory", E, only(set(), a.FORGE_READY), NOTHING, "did not finish importing"),
+    Case(  # a lone surrogate in an exercise cell and in a cell of notes: UTF-8 cannot hold it
+        "suri",
+        E,
+        only_all_with("# " + a.SURROGATE[0], where="solution-AddBackward"),
+        edit=lambda nb: with_markdown(nb, "my notes " + a.SURROGATE[0]),
+        raw=a.SURROGATE,
+    ),
+    Case(  # the class is made before the raise: nothing of hers fails but the import, named with U+FFFD
+        "ines",
+        E,
+        only_all_with(a.RAISE_A_SURROGATE, where="solution-LogBackward"),
+        note="your module could not be imported (ValueError: half-written \ufffd",
+    ),
     # on the hidden tests' inputs: written into an error, a returned string, a class's name (LEAKS)
     *[Case(student, E, inside(grade_id, code), losing(rule)) for student, (rule, grade_id, code, _) in c.LEAKS.items()],
     # 07: Tensor.backward replaced on import (sealed from notebook 07 on), and a good submission to compare
@@ -314,6 +330,9 @@ def write_case(case: Case, kit: str | Path, out: Path, grades: str) -> dict:
     nb = case.edit(nb) if case.edit else nb
     folder = out / case.student / case.notebook
     write_notebook(nb, folder / f"{case.notebook}.ipynb")
+    if case.raw:
+        path = folder / f"{case.notebook}.ipynb"
+        path.write_text(path.read_text().replace(*case.raw))
     for name, text in case.files:
         (folder / name).write_text(text)
     score = case.earns.score(case.notebook)
@@ -332,12 +351,17 @@ def broken_files(kit: str | Path, out: Path) -> dict:
     (out / "quinn" / E / "notes.txt").write_text("I forgot to upload the notebook\n")
     (out / "sam").mkdir(parents=True)
     write_notebook(submission(kit, E), out / "sam" / f"{E}.ipynb")
+    tim = json.loads(nbformat.writes(submission(kit, E)))  # more JSON objects than a notebook has: 16 million took
+    tim["metadata"]["padding"] = [{}] * (MAX_NOTEBOOK_CONTAINERS + 1)  # the grader 8 GB to parse (red team round 8)
+    (out / "tim" / E).mkdir(parents=True)
+    (out / "tim" / E / f"{E}.ipynb").write_text(json.dumps(tim))
     return {
         "nick": {"assignment": E, "problem": "not valid JSON"},
         "olga": {"assignment": E, "problem": "empty"},
         "pete": {"assignment": E, "problem": "not the 04_elementwise notebook"},
         "quinn": {"assignment": E, "problem": "missing 04_elementwise.ipynb"},
         "sam": {"assignment": E, "problem": "is not inside an assignment folder"},
+        "tim": {"assignment": E, "problem": "more than 100,000 JSON objects and lists"},
     }
 
 

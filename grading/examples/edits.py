@@ -160,6 +160,12 @@ def with_cell(nb: nbformat.NotebookNode, code: str, after: str = "BROADCAST_PAIR
     return nb
 
 
+def with_markdown(nb: nbformat.NotebookNode, text: str) -> nbformat.NotebookNode:
+    "A cell of the student's own notes, in Markdown, at the end."
+    nb.cells.append(nbformat.v4.new_markdown_cell(text, id="notes"))
+    return nb
+
+
 def tampered_tests(nb: nbformat.NotebookNode, delete: bool) -> nbformat.NotebookNode:
     "Delete every test cell and empty the given setup (delete=True), or replace the tests by `pass`."
     cells = []

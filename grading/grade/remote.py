@@ -20,6 +20,7 @@ from types import ModuleType
 import numpy as np
 
 from ..common.errors import GraderFault, Refusal
+from ..common.notebooks import valid_text
 from ..sandbox import sandbox, wire
 from .clock import SLICE, Budget, Stopwatch, load_factor
 from .ownership import check_changes, may_change, object_paths
@@ -126,9 +127,8 @@ class Worker:
             view = view[os.write(self.to_child, view) :]
 
     def receive(self, budget: Budget, overran: Callable[[], bool] | None = None) -> tuple[dict, list[np.ndarray]]:
-        """The next message; TimeoutError when `budget` (a clock.Budget: it stretches with the machine's load) is
-        spent, or Overran as soon as `overran()`, asked about once a second, says True. Both are checked while bytes
-        arrive too: a message trickled a byte at a time must not keep the grader waiting past either."""
+        """The next message, its text valid; TimeoutError when `budget` (a clock.Budget) is spent, Overran once
+        `overran()` (asked each second) says so, both also while bytes arrive: a trickled message waits past neither."""
         asked = time.monotonic()
 
         def read(n: int) -> bytes:
@@ -149,7 +149,7 @@ class Worker:
             chunk, self.buffer = self.buffer[:n], self.buffer[n:]
             return chunk
 
-        return wire.unpack(read)
+        return wire.unpack(read, valid_text)
 
     def close(self) -> None:
         if self.closed:  # once only: a second os.close could close a descriptor opened since
