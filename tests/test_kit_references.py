@@ -41,7 +41,8 @@ def test_check_says_which_earlier_exercise_a_failed_test_went_through_and_says_w
     )
     assert went_through(own, "04_elementwise") == (
         "NotImplementedError: Exercise AddBackward in 04_elementwise.ipynb is not done yet: write your code here, "
-        "then run: python -m grading export."
+        "then run: python -m grading export, and restart the kernel of an open notebook (it keeps the modules it "
+        "imported)."
     )
     assert went_through("AssertionError: wrong gradient", "04_elementwise") == "AssertionError: wrong gradient"
     results = [

@@ -76,7 +76,8 @@ def stub_message(assignment: str, exercise: str) -> str:
     "The stub's line: a test of a later notebook that goes through the exercise shows it too, so it says both."
     return (
         f'raise NotImplementedError("Exercise {exercise} in {assignment}.ipynb is not done yet: '
-        f"write your code here, then run: python -m grading export. {FROM_LATER} Its test went through "
+        f"write your code here, then run: python -m grading export, and restart the kernel of an open notebook (it "
+        f"keeps the modules it imported). {FROM_LATER} Its test went through "
         f"{exercise} of {assignment}.ipynb: finish that first, or ask your instructor for the reference module of "
         f'{assignment}.")'
     )

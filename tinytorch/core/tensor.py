@@ -278,7 +278,8 @@ def matmul_error(a_shape, b_shape):
     return ValueError(
         f"Cannot compute a @ b with shapes {a_shape} and {b_shape}: "
         f"a has {inner_a} columns but b has {inner_b} rows. "
-        "Transpose one of them (b.T) or check which axis holds the features."
+        "Transpose one of them (b.T; for a stack of matrices, swap its last two axes) or check which axis holds "
+        "the features."
     )
 
 
