@@ -122,6 +122,18 @@ def test_a_wrong_sign_is_named():
     assert "input 0" not in message.split(":")[0].split(",")[1], "input 0 is right; input 1 is reported"
 
 
+def test_a_mean_divided_by_the_batch_size_instead_of_the_element_count_is_named():
+    "An MSE rule divided by shape[0] (4) where the mean divides by 12 is 3 x: axis 1's length alone misled (08)."
+    from tinytorch.core.diagnosis import _factor_mistake
+
+    message = _factor_mistake(3.0, [(4, 3), (4, 3)])
+    assert "a division by 3, the length of axis 1 of input 0 (shape (4, 3))" in message
+    assert message.endswith(
+        "Or is the length of axis 0 of input 0 (shape (4, 3)) used where the number of elements of input 0 "
+        "(shape (4, 3)) belongs?"
+    ), message
+
+
 def test_a_factor_of_the_batch_size_is_named():
     message = failure(MeanTimesBatch, lambda x, axis: x.mean(axis=axis), [rng.normal(size=(4, 3))], axis=0)
     assert "off by a constant factor: it is 4 × the right gradient" in message, message

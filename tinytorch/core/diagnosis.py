@@ -58,20 +58,29 @@ def _named_sizes(shapes):
     return {n: words for n, words in names.items() if n > 1}
 
 
+def _ratio(c, sizes):
+    "(n, m) of two of the sizes whose ratio n/m is c (a count divided by where another belongs), or None."
+    for n in sizes:
+        for m in sizes:
+            if n not in (m, c) and np.isclose(c, n / m, rtol=1e-4, atol=0):
+                return n, m
+    return None
+
+
 def _factor_mistake(c, shapes):
     "A sentence for a gradient that is c times the right one, naming the axis length c (or 1/c, or c as a ratio) is."
     sizes = _named_sizes(shapes)
     start = f"off by a constant factor: it is {c:.4g} × the right gradient"
+    ratio = _ratio(abs(c), sizes)
     for n, words in sizes.items():
         batch = f", e.g. the batch size {n}" if words.startswith("the length of axis 0 ") else ""
         if np.isclose(abs(c), n, rtol=1e-4, atol=0):
-            return f"{start}: a division by {n}, {words}{batch}, missing (a mean divides by the count)? Or an extra factor {n}?"
+            also = f" Or is {sizes[ratio[1]]} used where {sizes[ratio[0]]} belongs?" if ratio else ""
+            return f"{start}: a division by {n}, {words}{batch}, missing (a mean divides by the count)? Or an extra factor {n}?{also}"
         if np.isclose(abs(c), 1 / n, rtol=1e-4, atol=0):
             return f"{start} (1/{n}): a factor {n} of the derivative missing? Or a division by {n}, {words}{batch}, once too often?"
-    for n in sizes:
-        for m in sizes:
-            if n != m and np.isclose(abs(c), n / m, rtol=1e-4, atol=0):
-                return f"{start} ({n}/{m}): is {sizes[m]} used where {sizes[n]} belongs?"
+    if ratio:
+        return f"{start} ({ratio[0]}/{ratio[1]}): is {sizes[ratio[1]]} used where {sizes[ratio[0]]} belongs?"
     return f"{start} (a factor of the derivative missing or extra?)"
 
 
