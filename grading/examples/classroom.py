@@ -329,9 +329,9 @@ def write_case(case: Case, kit: str | Path, out: Path, grades: str) -> dict:
     nb = submission(kit, case.notebook, answer)
     nb = case.edit(nb) if case.edit else nb
     folder = out / case.student / case.notebook
-    write_notebook(nb, folder / f"{case.notebook}.ipynb")
+    path = folder / f"{case.notebook}.ipynb"
+    write_notebook(nb, path)
     if case.raw:
-        path = folder / f"{case.notebook}.ipynb"
         path.write_text(path.read_text().replace(*case.raw))
     for name, text in case.files:
         (folder / name).write_text(text)

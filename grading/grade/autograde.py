@@ -360,7 +360,7 @@ def _autograde(
         plot_distribution(rows, out / DISTRIBUTION)
     if done:
         reported = write_time_spent(list(done.values()), out / TIME_SPENT)
-        log(f"time spent: {reported} of {len(done)} submissions report their hours ({out / 'time_spent.csv'})")
+        log(f"time spent: {reported} of {len(done)} submissions report their hours ({out / TIME_SPENT})")
     if any(answers.values()) and found:
         marking.update(out, state, run.notebooks, instructor, found, done, log=log)
     return rows

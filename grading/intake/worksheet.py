@@ -21,7 +21,8 @@ from .downloads import Found
 from .roster import plain
 
 COLUMNS = ("Identifier", "Full name", "Email address")  # Moodle's English headers (mod/assign/gradingtable.php)
-PARTICIPANT = re.compile(r"Participant (\d+)")
+PARTICIPANT = "Participant "  # mod/assign's 'hiddenuser' string, before the participant id: "Participant 12"
+PARTICIPANT_ID = re.compile(re.escape(PARTICIPANT) + r"(\d+)")
 NOT_IN_FILE_NAMES = re.compile(r"[\x00-\x1f\x7f&<>\"`|':\\/]")  # what Moodle's clean_filename (PARAM_FILE) removes
 DOWNLOAD = "Grading action > Download grading worksheet"
 
@@ -46,7 +47,7 @@ def read_worksheet(path: str | Path) -> dict[str, tuple[str, str]]:
     people = {}
     for row in rows[1:]:
         identifier, name, email = (row[i].strip() if i < len(row) else "" for i in at)
-        if match := PARTICIPANT.fullmatch(identifier):
+        if match := PARTICIPANT_ID.fullmatch(identifier):
             people[match[1]] = (name, email)
     return people
 
@@ -69,9 +70,10 @@ def with_emails(found: list[Found], path: str | Path) -> list[Found]:
             wrong.append(f"participant {item.participant} is {item.person.name!r} in the download and {seen}")
         result.append(dataclasses.replace(item, person=dataclasses.replace(item.person, email=email)))
     if wrong:
+        wrong = sorted(set(wrong))
         raise GradingError(
-            f"--worksheet {path} is not the worksheet of this download's assignment: {'; '.join(sorted(set(wrong))[:3])}"
-            f"{' and more' if len(set(wrong)) > 3 else ''}. Moodle's participant ids differ from one assignment to the "
+            f"--worksheet {path} is not the worksheet of this download's assignment: {'; '.join(wrong[:3])}"
+            f"{' and more' if len(wrong) > 3 else ''}. Moodle's participant ids differ from one assignment to the "
             f"next: download the worksheet of the same assignment ({DOWNLOAD}). Nothing was written."
         )
     return result

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from ..common.csvsafe import identifier_cell
 from ..common.errors import GradingError
 from ..intake.roster import Person
+from ..intake.worksheet import COLUMNS, PARTICIPANT
 from .entries import Grades, fmt
 
 FEEDBACK_FOR = "Feedback for "  # Moodle's own name for a feedback column: "Feedback for <grade item>"
@@ -33,9 +34,7 @@ IDENTIFIERS = (  # (column header = Moodle's "Map to" label, roster column, Mood
     ("Email address", "email", "email"),  # Moodle may let two accounts of the site share one
 )
 WORKSHEET = [
-    "Identifier",
-    "Full name",
-    "Email address",
+    *COLUMNS,  # who: the columns collect --worksheet reads of Moodle's own worksheet
     "Status",
     "Grade",
     "Maximum Grade",
@@ -52,7 +51,6 @@ OVER_100 = (
     "administration > Grades > General settings: Unlimited grades, Grade point maximum): ask for it, or export with "
     "--scale-to 100"
 )
-PARTICIPANT = "Participant "  # mod/assign's 'hiddenuser' string, before the participant id
 
 
 def usable(value: str) -> str | None:
