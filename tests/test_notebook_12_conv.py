@@ -329,3 +329,43 @@ def test_unwindow_gives_a_plain_array_whatever_array_type_it_is_handed():
     windows = np.ma.masked_array(np.arange(4.0).reshape(1, 1, 1, 1, 4))
     grad = unwindow(windows, (1, 1, 2, 2), 2)
     assert type(grad) is np.ndarray and grad.tolist() == [[[[0.0, 1.0], [2.0, 3.0]]]]
+
+
+def test_im2col_copies_the_rows_the_transposed_windows_give():
+    "im2col copies one place of the kernel at a time; its rows are the windows' view transposed and reshaped."
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    rng = np.random.default_rng(14)
+    for case in range(200):
+        kh, kw, stride = (int(v) for v in rng.integers(1, 4, size=3))
+        shape = (int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(kh, 9)), int(rng.integers(kw, 9)))
+        x = rng.normal(size=shape).astype(np.float32 if case % 2 else np.float64)
+        if case % 3 == 0:
+            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # channels last in memory
+        windows = sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
+        n, c, out_h, out_w = windows.shape[:4]
+        rows, out_hw = im2col(x, kh, kw, stride)
+        assert out_hw == (out_h, out_w) and rows.dtype == x.dtype
+        assert np.array_equal(rows, windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * out_h * out_w, c * kh * kw))
+    with pytest.raises(ValueError, match=r"a 3×3 kernel needs at least 3×3 pixels \(with padding\); got 2×4"):
+        im2col(np.zeros((1, 1, 2, 4)), 3, 3)
+
+
+def test_unwindow_of_windows_side_by_side_puts_each_gradient_where_the_general_loop_adds_it():
+    "Windows side by side (stride k) are copied into place at once: the same array as adding them one place at a time."
+    rng = np.random.default_rng(15)
+    for case in range(100):
+        k = int(rng.integers(1, 4))
+        x_shape = (2, 3, int(rng.integers(k, 9)), int(rng.integers(k, 9)))  # rows and columns left over, sometimes
+        out_h, out_w = x_shape[2] // k, x_shape[3] // k
+        grad_windows = rng.normal(size=(2, 3, out_h, out_w, k * k))
+        if case % 2:
+            grad_windows = np.moveaxis(np.ascontiguousarray(np.moveaxis(grad_windows, -1, 0)), 0, -1)  # place first
+        if case % 5 == 0:
+            grad_windows = np.broadcast_to(grad_windows[..., :1], grad_windows.shape)  # as average pooling hands it
+        expected = np.zeros(x_shape)
+        for i in range(k):
+            for j in range(k):
+                expected[:, :, i : i + k * out_h : k, j : j + k * out_w : k] += grad_windows[..., i * k + j]
+        grad = unwindow(grad_windows, x_shape, k)
+        assert np.array_equal(grad, expected)

@@ -43,11 +43,17 @@ def _crop(grad, widths):
 
 def im2col(x, kh, kw, stride=1):
     """The kh×kw windows of x (N, C, H, W), every `stride` pixels, as rows: (N·H'·W', C·kh·kw), and the size (H', W').
-    The windows are a view of x; the rows are a copy, about kh·kw times x's bytes at stride 1."""
-    windows = sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]  # (N, C, H', W', kh, kw)
-    n, c, out_h, out_w = windows.shape[:4]
-    rows = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * out_h * out_w, c * kh * kw)
-    return rows, (out_h, out_w)
+    The rows are a copy, about kh·kw times x's bytes at stride 1, made one place (p, q) of the kernel at a time."""
+    n, c, h, w = x.shape
+    if h < kh or w < kw:
+        raise ValueError(f"a {kh}×{kw} kernel needs at least {kh}×{kw} pixels (with padding); got {h}×{w}.")
+    out_h, out_w = (h - kh) // stride + 1, (w - kw) // stride + 1
+    columns = np.empty((c, kh, kw, n, out_h, out_w), dtype=x.dtype)  # the rows' transpose: one row per column
+    for p in range(kh):
+        for q in range(kw):  # place (p, q) of every window: one strided slice of x
+            place = x[:, :, p : p + stride * (out_h - 1) + 1 : stride, q : q + stride * (out_w - 1) + 1 : stride]
+            columns[:, p, q] = place.transpose(1, 0, 2, 3)
+    return columns.reshape(c * kh * kw, n * out_h * out_w).T, (out_h, out_w)
 
 
 def _check_stride(name, stride):
@@ -164,6 +170,11 @@ def unwindow(grad_windows, x_shape, k, stride=None):
             f"{x_shape[2]}×{x_shape[3]}. Pass the kernel size and stride the forward pass used to make the windows."
         )
     grad_x = np.zeros_like(grad_windows[..., 0], shape=x_shape, subok=False)  # laid out in memory as grad_windows is
+    if s == k:  # windows side by side: no pixel in two, so one copy puts every gradient in its place
+        n, c = x_shape[:2]
+        tiles = grad_x[:, :, : out_h * k, : out_w * k].reshape(n, c, out_h, k, out_w, k)  # a view: [..., i, :, j]
+        tiles[...] = grad_windows.reshape(n, c, out_h, out_w, k, k).transpose(0, 1, 2, 4, 3, 5)
+        return grad_x
     for i in range(k):
         for j in range(k):
             grad_x[:, :, i : i + s * out_h : s, j : j + s * out_w : s] += grad_windows[..., i * k + j]
