@@ -712,3 +712,50 @@ def test_a_rule_that_returns_one_gradient_bare_is_told_to_return_a_tuple_of_one(
     assert str(raised.value).endswith(
         "returned one Tensor of shape (3, 4): for one input return a tuple of one, (grad,) (mind the comma)"
     )
+
+
+def _run_backward_per_arrival(root):
+    "The named mistake of notebook 06: each gradient passed on as soon as it arrives, each arrival calling the rule."
+    from tinytorch.core import autograd
+
+    leaves = []
+
+    def visit(tensor, grad):
+        function = tensor._grad_fn
+        if function is None:
+            leaves.append((tensor, grad))
+            return
+        inputs = function.saved_tensors
+        for inp, g in zip(inputs, autograd._call_rule(function, grad, False)):
+            if g is not None and getattr(inp, "requires_grad", False):
+                visit(inp, g)
+        function.release()
+
+    with autograd.set_grad_enabled(False), autograd._one_pass():
+        visit(root, autograd._seed_gradient(root, None))
+    return leaves
+
+
+def test_a_rule_called_twice_in_one_backward_is_named_not_blamed_on_a_freed_graph():
+    w = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    x = w * 2  # a result used twice: its rule must wait for both gradients
+    with pytest.raises(
+        RuntimeError,
+        match=r"MulNumberBackward's rule was called a second time in one backward\(\), after the loop had released it",
+    ):
+        _run_backward_per_arrival((x * x + x).sum())
+
+
+def test_a_graph_freed_by_an_earlier_backward_still_says_retain_graph():
+    w = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = w * 2
+    y.sum().backward()  # frees y's rule
+    with pytest.raises(
+        RuntimeError, match=r"MulNumberBackward a second time, but its graph was freed .*retain_graph=True"
+    ):
+        (y * 3).sum().backward()  # this pass runs its own rules, then reaches the freed one
+    v = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    kept = (v * v).sum()
+    kept.backward(retain_graph=True)
+    kept.backward()  # a new pass: every rule once again
+    assert np.allclose(v.grad.data, 2 * (2 * v.data))

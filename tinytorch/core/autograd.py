@@ -9,6 +9,7 @@ __all__ = ['NUMBERS', 'TRACKED', 'NOTICE', 'add', 'sub', 'mul', 'div', 'radd', '
 # %% ../../notebooks/06_autograd.ipynb #c06-002
 import warnings
 import weakref
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -206,6 +207,22 @@ def _seed_gradient(root, grad_output):
 _keep_retained = True  # False inside grad(), which touches no .grad but collects the gradients it asks for
 
 
+class _Pass:
+    "The backward pass under way, if any: run_backward marks each with a new object, so _call_rule sees a rule run twice."
+
+    marker = None
+
+
+@contextmanager
+def _one_pass():
+    "Mark one backward pass (run_backward's loop) with a new marker; restore the one before, for a pass inside a pass."
+    previous, _Pass.marker = _Pass.marker, object()
+    try:
+        yield
+    finally:
+        _Pass.marker = previous
+
+
 def _own_copy(grad):
     "A copy of `grad` for one tensor's `.grad`: a rule may hand one gradient (or views of its array) to several inputs."
     if grad.requires_grad:  # create_graph=True: a copy made by an operation stays differentiable
@@ -236,14 +253,27 @@ def _store_if_retained(function, grad):
         tensor.grad = _own_copy(grad) if tensor.grad is None else tensor.grad + grad
 
 
+def _freed_error(function):
+    "The error for a rule whose saved tensors are gone: released earlier in this backward pass, or by an earlier one."
+    name = type(function).__name__
+    if function.ran_in_pass is _Pass.marker is not None:
+        return RuntimeError(
+            f"{name}'s rule was called a second time in one backward(), after the loop had released it. run_backward "
+            "must call each rule once, with the complete gradient of its result: walk topological_order(root), each "
+            "tensor once, and let accumulate add up every gradient a tensor gets before its rule runs (not a call per "
+            "gradient that arrives)."
+        )
+    return RuntimeError(
+        f"Trying to run backward through {name} a second time, but its graph was freed by the first backward(). "
+        "Call the first backward(retain_graph=True) if you need to go through the graph twice."
+    )
+
+
 def _call_rule(function, grad, create_graph):
     "Call one backward rule with the complete gradient of its result; return its gradients, checked."
     saved = function.saved_tensors
     if saved is None:
-        raise RuntimeError(
-            f"Trying to run backward through {type(function).__name__} a second time, but its graph was freed by "
-            "the first backward(). Call the first backward(retain_graph=True) if you need to go through the graph twice."
-        )
+        raise _freed_error(function)
     if function.retained_output is not None or not _keep_retained:  # grad() or retain_grad() wants it
         _store_if_retained(function, grad)
     if create_graph and not function.twice_differentiable:
@@ -251,6 +281,7 @@ def _call_rule(function, grad, create_graph):
             f"{type(function).__name__} computes its gradient with raw NumPy, so it cannot be differentiated again: "
             "create_graph=True is not supported through it."
         )
+    function.ran_in_pass = _Pass.marker
     grads = function.apply(grad)
     if type(grads) is tuple and len(grads) == len(saved):  # the usual answer, checked in one pass without calls
         for i, tensor in enumerate(saved):  # (not zip: this runs for every rule, and zip costs more than the checks)
@@ -453,7 +484,7 @@ def run_backward(
         )
     grads = {id(root): _seed_gradient(root, grad_output)}
     leaves = []
-    with set_grad_enabled(create_graph):
+    with set_grad_enabled(create_graph), _one_pass():
         ### BEGIN SOLUTION
         for tensor in topological_order(root):
             grad = grads.pop(id(tensor), None)

@@ -12,7 +12,7 @@ from .tensor import Tensor
 
 # %% ../../notebooks/02_function.ipynb #c02-004
 _KEPT_TENSORS = {}  # {rule class: names of the tensors its rules keep besides saved_tensors}, for release()
-_HOOKS = ("saved_tensors", "retained_output", "asked_grads")  # what the engine itself sets on a rule
+_HOOKS = ("saved_tensors", "retained_output", "asked_grads", "ran_in_pass")  # what the engine itself sets on a rule
 
 
 class Function:
@@ -21,6 +21,9 @@ class Function:
     twice_differentiable = True  # False for rules computed with raw NumPy (see notebook 14)
     retained_output = None  # set by retain_grad() in notebook 06: a weak reference to the result it made
     asked_grads = None  # set by grad() in notebook 06: a list it reads the gradient of the result it asked for from
+    ran_in_pass = (
+        None  # set by notebook 06 when the rule runs: the backward pass that ran it (a rule runs once in each)
+    )
 
     def __init__(self, *tensors: Tensor) -> None:
         ### BEGIN SOLUTION
