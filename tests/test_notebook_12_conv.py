@@ -338,7 +338,7 @@ def test_im2col_copies_the_rows_the_transposed_windows_give():
     rng = np.random.default_rng(14)
     for case in range(200):
         kh, kw, stride = (int(v) for v in rng.integers(1, 4, size=3))
-        shape = (int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(kh, 9)), int(rng.integers(kw, 9)))
+        shape = (int(rng.integers(0, 4)), int(rng.integers(1, 4)), int(rng.integers(kh, 9)), int(rng.integers(kw, 9)))
         x = rng.normal(size=shape).astype(np.float32 if case % 2 else np.float64)
         if case % 3 == 0:
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # channels last in memory

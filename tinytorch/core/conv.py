@@ -47,11 +47,12 @@ def im2col(x, kh, kw, stride=1):
     n, c, h, w = x.shape
     if h < kh or w < kw:
         raise ValueError(f"a {kh}×{kw} kernel needs at least {kh}×{kw} pixels (with padding); got {h}×{w}.")
-    out_h, out_w = (h - kh) // stride + 1, (w - kw) // stride + 1
+    tops, lefts = slice(0, h - kh + 1, stride), slice(0, w - kw + 1, stride)  # where the windows start
+    out_h, out_w = x[:, :, tops, lefts].shape[2:]
     columns = np.empty((c, kh, kw, n, out_h, out_w), dtype=x.dtype)  # the rows' transpose: one row per column
     for p in range(kh):
-        for q in range(kw):  # place (p, q) of every window: one strided slice of x
-            place = x[:, :, p : p + stride * (out_h - 1) + 1 : stride, q : q + stride * (out_w - 1) + 1 : stride]
+        for q in range(kw):  # place (p, q) of every window: the pixels p rows below and q columns right of its start
+            place = x[:, :, p : p + tops.stop : stride, q : q + lefts.stop : stride]
             columns[:, p, q] = place.transpose(1, 0, 2, 3)
     return columns.reshape(c * kh * kw, n * out_h * out_w).T, (out_h, out_w)
 
