@@ -163,3 +163,31 @@ def test_check_prints_each_failed_test_short_and_what_to_do_once(tmp_path, monke
         "NOTE    " + unfinished_earlier(results, "04_elementwise")[0]
     ]
     assert lines[-1] == "1 passed, 2 failed"
+
+
+def test_a_stub_followed_by_given_code_says_that_code_is_given_and_runs_after_the_students():
+    "A student read `return result` after the stub's raise as dead code: the kit says it is given and runs after theirs."
+    from grading.authoring.release import GIVEN_AFTER_STUB, explain_stubs
+
+    source = (
+        "def attach(result, function_cls, *inputs):\n"
+        "    # YOUR CODE HERE\n"
+        "    raise NotImplementedError()\n"
+        "    return result\n"
+        "\n\n"
+        "class MulBackward(Function):\n"
+        "    def apply(self, grad_output):\n"
+        "        if self.needs_grad(0):\n"
+        "            # YOUR CODE HERE\n"
+        "            raise NotImplementedError()\n"
+        "        return grad_a, grad_b\n"
+        "\n\n"
+        "def last():\n"
+        "    # YOUR CODE HERE\n"
+        "    raise NotImplementedError()"
+    )
+    lines = explain_stubs(source, "02_function").splitlines()
+    assert lines[3] == "    " + GIVEN_AFTER_STUB and lines[4] == "    return result"
+    assert GIVEN_AFTER_STUB not in "\n".join(lines[5:])  # under an if, or at the end: nothing follows at its level
+    assert "Exercise attach in 02_function.ipynb is not done yet" in lines[2]
+    assert "Exercise MulBackward in 02_function.ipynb" in lines[11]

@@ -70,6 +70,7 @@ STUDENT_KIT = [
     "student/export.py",
 ]
 STUB = "raise NotImplementedError()"
+GIVEN_AFTER_STUB = "# Given: the code below runs after yours (replace only the raise above)."
 
 
 def stub_message(assignment: str, exercise: str) -> str:
@@ -96,10 +97,18 @@ def later_stub_message(assignment: str, exercise: str) -> str:
 def explain_stubs(source: str, assignment: str, message: Callable[[str, str], str] = stub_message) -> str:
     "Make each stub nbgrader left name its exercise (the top-level class or function it stands in), in `message`."
     lines, current = [], None
-    for line in source.splitlines():
+    source_lines = source.splitlines()
+    for number, line in enumerate(source_lines):
         match = DEFINITION.match(line)
         current = match[1] if match else current
-        lines.append(line.replace(STUB, message(assignment, current)) if STUB in line else line)
+        if STUB not in line:
+            lines.append(line)
+            continue
+        lines.append(line.replace(STUB, message(assignment, current)))
+        indent = line[: len(line) - len(line.lstrip())]
+        following = source_lines[number + 1] if number + 1 < len(source_lines) else ""
+        if following.strip() and following.startswith(indent) and not following[len(indent)].isspace():
+            lines.append(f"{indent}{GIVEN_AFTER_STUB}")  # `return result` after a raise reads as dead code
     return "\n".join(lines)
 
 
