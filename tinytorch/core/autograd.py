@@ -208,19 +208,22 @@ _keep_retained = True  # False inside grad(), which touches no .grad but collect
 
 
 class _Pass:
-    "The backward pass under way, if any: run_backward marks each with a new object, so _call_rule sees a rule run twice."
+    "The backward passes: run_backward numbers each one, so that _call_rule sees a rule called twice in one."
 
-    marker = None
+    begun = 0  # passes begun so far
+    current = None  # the number of the pass under way; None outside run_backward
 
 
 @contextmanager
 def _one_pass():
-    "Mark one backward pass (run_backward's loop) with a new marker; restore the one before, for a pass inside a pass."
-    previous, _Pass.marker = _Pass.marker, object()
+    "Number one backward pass (run_backward's loop); restore the number before, for a pass inside a pass."
+    previous = _Pass.current
+    _Pass.begun += 1
+    _Pass.current = _Pass.begun
     try:
         yield
     finally:
-        _Pass.marker = previous
+        _Pass.current = previous
 
 
 def _own_copy(grad):
@@ -256,7 +259,7 @@ def _store_if_retained(function, grad):
 def _freed_error(function):
     "The error for a rule whose saved tensors are gone: released earlier in this backward pass, or by an earlier one."
     name = type(function).__name__
-    if function.ran_in_pass is _Pass.marker is not None:
+    if function.ran_in_pass is not None and function.ran_in_pass == _Pass.current:
         return RuntimeError(
             f"{name}'s rule was called a second time in one backward(), after the loop had released it. run_backward "
             "must call each rule once, with the complete gradient of its result: walk topological_order(root), each "
@@ -281,7 +284,7 @@ def _call_rule(function, grad, create_graph):
             f"{type(function).__name__} computes its gradient with raw NumPy, so it cannot be differentiated again: "
             "create_graph=True is not supported through it."
         )
-    function.ran_in_pass = _Pass.marker
+    function.ran_in_pass = _Pass.current  # a plain number, like the rule's other attributes
     grads = function.apply(grad)
     if type(grads) is tuple and len(grads) == len(saved):  # the usual answer, checked in one pass without calls
         for i, tensor in enumerate(saved):  # (not zip: this runs for every rule, and zip costs more than the checks)

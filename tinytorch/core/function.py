@@ -21,9 +21,7 @@ class Function:
     twice_differentiable = True  # False for rules computed with raw NumPy (see notebook 14)
     retained_output = None  # set by retain_grad() in notebook 06: a weak reference to the result it made
     asked_grads = None  # set by grad() in notebook 06: a list it reads the gradient of the result it asked for from
-    ran_in_pass = (
-        None  # set by notebook 06 when the rule runs: the backward pass that ran it (a rule runs once in each)
-    )
+    ran_in_pass = None  # set by notebook 06 when the rule runs: the number of the backward pass that ran it
 
     def __init__(self, *tensors: Tensor) -> None:
         ### BEGIN SOLUTION
