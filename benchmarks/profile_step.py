@@ -2,6 +2,7 @@
 
     python benchmarks/profile_step.py              # digits 64→128→10, batch 64
     python benchmarks/profile_step.py --mnist      # 784→256→10, batch 128
+    python benchmarks/profile_step.py --cnn        # engines.py's CNN step: each layer's forward and each rule
 
 First the step's phases (forward, loss, backward, optimizer) timed without a profiler, then cProfile's functions by
 their own time. cProfile adds a fixed cost to every Python call, so it overstates the share of small functions: read
@@ -48,12 +49,65 @@ def phases(model, optimizer, loss_fn, inputs, y, steps):
     return {name: float(np.median(values)) for name, values in times.items()}
 
 
+def cnn_split(steps):
+    """µs per step spent in each layer's forward and each rule's apply, in the CNN step of benchmarks/engines.py
+    (float64), each timed by a wrapper around it; and the whole step with the wrappers."""
+    from engines import CNN, problem
+
+    from tinytorch.core.conv import Conv2d, MaxPool2d
+    from tinytorch.core.function import Function
+    from tinytorch.core.nn import Flatten
+
+    x, y, ((K, kb), (W, b)) = problem("cnn")
+    conv = Conv2d(1, CNN["filters"], CNN["k"])
+    conv.weight.data[...], conv.bias.data[...] = K, kb
+    head = Linear(Tensor(W, requires_grad=True), Tensor(b, requires_grad=True))
+    model = Sequential(conv, ReLU(), MaxPool2d(2), Flatten(), head)
+    spent = {}
+
+    def timed(owner, name, label):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, wrapper)
+
+    for layer in model.layers:
+        timed(type(layer), "forward", f"forward  {type(layer).__name__}")
+    rules, stack = set(), list(Function.__subclasses__())
+    while stack:
+        rule = stack.pop()
+        stack.extend(rule.__subclasses__())
+        if "apply" in rule.__dict__:
+            rules.add(rule)
+    for rule in rules:
+        timed(rule, "apply", f"backward {rule.__name__}")
+    optimizer, loss_fn, inputs = SGD(model.parameters(), lr=0.01), CrossEntropy(), Tensor(x)
+    phases(model, optimizer, loss_fn, inputs, y, steps // 10)  # warm-up
+    spent.clear()
+    start = time.perf_counter()
+    phases(model, optimizer, loss_fn, inputs, y, steps)
+    total = (time.perf_counter() - start) / steps * 1e6
+    print(f"CNN step of benchmarks/engines.py, float64: {total:.0f} µs with the wrappers (means over {steps} steps)")
+    for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        print(f"  {label:<28} {seconds / steps * 1e6:8.1f} µs")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mnist", action="store_true", help="the MNIST-sized step instead of the digits one")
+    parser.add_argument("--cnn", action="store_true", help="the time of each layer and rule in engines.py's CNN step")
     parser.add_argument("--steps", type=int, default=2000, help="steps to time and to profile (default 2000)")
     parser.add_argument("--top", type=int, default=20, help="functions to list (default 20)")
     args = parser.parse_args(argv)
+    if args.cnn:
+        cnn_split(args.steps)
+        return 0
     sizes, batch = ((784, 256, 10), 128) if args.mnist else ((64, 128, 10), 64)
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(batch, sizes[0])), rng.integers(0, sizes[2], batch)
