@@ -86,7 +86,7 @@ class CutGraphBackward(M.EmbeddingBackward):
 
     def apply(self, grad_output):
         (weight,) = self.saved_tensors
-        out = np.zeros(weight.shape)
+        out = np.zeros(weight.shape, dtype=grad_output.dtype)
         np.add.at(out, self.ids, grad_output.data)
         return (Tensor(out),)
 
