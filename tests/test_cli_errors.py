@@ -180,3 +180,16 @@ def test_both_exports_print_their_report_with_one_function(capsys):
     assert code == 1 and out == "written to out.csv\n"
     assert err.splitlines() == ["warning: w", "to import: map by email", "error: 2 students left out"]
     assert print_report([], done=["3 feedback pages written"], errors=[]) == 0
+
+
+def test_the_console_table_shows_no_score_for_a_row_the_grader_could_not_grade(capsys):
+    "grades.csv leaves a not-graded row's score empty; the console table printed 0 there, as if the work earned none."
+    from grading.cli.grading_commands import print_table
+    from grading.grade.gradebook import Row
+
+    note = "not graded: the grading job was killed (SIGKILL). This is a fault of the grader"
+    rows = [Row("alice", "12_conv", "12_conv.ipynb", 0.0, 13.0, note, graded=False)]
+    print_table(rows + [Row("bob", "12_conv", "12_conv.ipynb", 0.0, 13.0, "")])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:4] == ["alice", "12_conv", "-", "13"], lines[1]
+    assert lines[2].split()[:4] == ["bob", "12_conv", "0", "13"], lines[2]

@@ -22,7 +22,8 @@ def print_table(rows: list[Row]) -> None:
     names = max([len(r.student) for r in rows] + [10])  # a long folder name (ada-lovelace-501) keeps the columns
     print(f"{'student':<{names}} {'assignment':<{width}} {'score':>6} {'max':>5}  note")
     for r in rows:
-        print(f"{r.student:<{names}} {r.assignment:<{width}} {r.score:>6g} {r.max_score:>5g}  {r.note}")
+        score = f"{r.score:>6g}" if r.graded else f"{'-':>6}"  # not graded: no score, as in grades.csv
+        print(f"{r.student:<{names}} {r.assignment:<{width}} {score} {r.max_score:>5g}  {r.note}")
 
 
 def _progress() -> Callable[..., Iterable]:
