@@ -144,12 +144,24 @@ def numpy_cnn(workload, dtype):
 # tinytorch -----------------------------------------------------------------------------------------------------------
 
 
+def tinytorch_cnn(dtype):
+    "The CNN workload in tinytorch: (model, input, labels); also what benchmarks/profile_step.py --cnn times."
+    import tinytorch as tt
+    from tinytorch.core.conv import Conv2d, MaxPool2d
+    from tinytorch.core.nn import Flatten, Linear, ReLU, Sequential
+
+    x, y, ((K, kb), (W, b)) = problem("cnn")
+    conv = Conv2d(1, CNN["filters"], CNN["k"], dtype=dtype)
+    conv.weight.data[...], conv.bias.data[...] = K, kb
+    head = Linear(tt.Tensor(W, dtype, requires_grad=True), tt.Tensor(b, dtype, requires_grad=True))
+    return Sequential(conv, ReLU(), MaxPool2d(2), Flatten(), head), tt.Tensor(x, dtype), y
+
+
 def tinytorch_engine():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import tinytorch as tt
-    from tinytorch.core.conv import Conv2d, MaxPool2d
     from tinytorch.core.losses import cross_entropy
-    from tinytorch.core.nn import Flatten, Linear, ReLU, Sequential
+    from tinytorch.core.nn import Linear, ReLU, Sequential
     from tinytorch.core.optimizers import SGD
 
     def training(model, x, y):
@@ -172,11 +184,7 @@ def tinytorch_engine():
         return training(Sequential(linears[0], ReLU(), linears[1]), tt.Tensor(x, dtype), y)
 
     def cnn(workload, dtype):
-        x, y, ((K, kb), (W, b)) = problem("cnn")
-        conv = Conv2d(1, CNN["filters"], CNN["k"], dtype=dtype)
-        conv.weight.data[...], conv.bias.data[...] = K, kb
-        head = Linear(tt.Tensor(W, dtype, requires_grad=True), tt.Tensor(b, dtype, requires_grad=True))
-        return training(Sequential(conv, ReLU(), MaxPool2d(2), Flatten(), head), tt.Tensor(x, dtype), y)
+        return training(*tinytorch_cnn(dtype))
 
     def ops(workload, dtype):
         x = tt.Tensor(np.ones((8, 8)), dtype, requires_grad=True)

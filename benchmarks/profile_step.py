@@ -52,17 +52,11 @@ def phases(model, optimizer, loss_fn, inputs, y, steps):
 def cnn_split(steps):
     """µs per step spent in each layer's forward and each rule's apply, in the CNN step of benchmarks/engines.py
     (float64), each timed by a wrapper around it; and the whole step with the wrappers."""
-    from engines import CNN, problem
+    from engines import tinytorch_cnn
 
-    from tinytorch.core.conv import Conv2d, MaxPool2d
     from tinytorch.core.function import Function
-    from tinytorch.core.nn import Flatten
 
-    x, y, ((K, kb), (W, b)) = problem("cnn")
-    conv = Conv2d(1, CNN["filters"], CNN["k"])
-    conv.weight.data[...], conv.bias.data[...] = K, kb
-    head = Linear(Tensor(W, requires_grad=True), Tensor(b, requires_grad=True))
-    model = Sequential(conv, ReLU(), MaxPool2d(2), Flatten(), head)
+    model, inputs, y = tinytorch_cnn(np.float64)
     spent = {}
 
     def timed(owner, name, label):
@@ -87,7 +81,7 @@ def cnn_split(steps):
             rules.add(rule)
     for rule in rules:
         timed(rule, "apply", f"backward {rule.__name__}")
-    optimizer, loss_fn, inputs = SGD(model.parameters(), lr=0.01), CrossEntropy(), Tensor(x)
+    optimizer, loss_fn = SGD(model.parameters(), lr=0.01), CrossEntropy()
     phases(model, optimizer, loss_fn, inputs, y, steps // 10)  # warm-up
     spent.clear()
     start = time.perf_counter()
